@@ -1,0 +1,73 @@
+"""attn_core: exact, tested attention in PyTorch, and the analysis helpers of Attention Explorer."""
+
+from attn_core.masks import block_causal_mask, causal_mask, padding_mask, sliding_window_mask
+from attn_core.multihead import MultiHeadAttention
+from attn_core.naive import masked_softmax, naive_attention
+from attn_core.positional import frequencies, shift_matrix, single_period_encoding, sinusoidal_encoding
+from attn_core.regression import AdditiveAttention, kernel_weights, nadaraya_watson, parameter_count
+from attn_core.stats import (
+    cosine_similarity_samples,
+    entropy,
+    jacobian_norm,
+    random_logits,
+    sample_scores,
+    saturation_summary,
+    score_statistics,
+    softmax_jacobian,
+    theoretical_score_mean,
+    theoretical_score_variance,
+)
+from attn_core.symmetry import (
+    equivariance_error,
+    make_permutation,
+    parse_permutation,
+    permutation_matrix,
+)
+from attn_core.tiled import TiledTrace, TileStep, tiled_attention, tiled_attention_trace
+
+__all__ = [
+    "AdditiveAttention",
+    "MultiHeadAttention",
+    "TileStep",
+    "TiledTrace",
+    "block_causal_mask",
+    "causal_mask",
+    "cosine_similarity_samples",
+    "entropy",
+    "equivariance_error",
+    "flash_attention",
+    "flash_available",
+    "frequencies",
+    "jacobian_norm",
+    "kernel_weights",
+    "make_permutation",
+    "masked_softmax",
+    "nadaraya_watson",
+    "naive_attention",
+    "padding_mask",
+    "parameter_count",
+    "parse_permutation",
+    "permutation_matrix",
+    "random_logits",
+    "sample_scores",
+    "saturation_summary",
+    "score_statistics",
+    "shift_matrix",
+    "single_period_encoding",
+    "sinusoidal_encoding",
+    "sliding_window_mask",
+    "softmax_jacobian",
+    "theoretical_score_mean",
+    "theoretical_score_variance",
+    "tiled_attention",
+    "tiled_attention_trace",
+]
+
+
+def __getattr__(name: str):
+    """flash_attention/flash_available load on first use: importing triton is slow, and triton is optional."""
+    if name in ("flash_attention", "flash_available"):
+        from attn_core import flash_triton
+
+        return getattr(flash_triton, name)
+    raise AttributeError(f"module 'attn_core' has no attribute {name!r}")

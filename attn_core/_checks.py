@@ -1,0 +1,98 @@
+"""Input validation shared by every public function: one place for the error messages."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+
+def check_tensor(name: str, x, *, min_dim: int = 1) -> torch.Tensor:
+    """Raise unless `x` is a floating-point tensor with at least `min_dim` dimensions."""
+    if not isinstance(x, torch.Tensor):
+        raise ValueError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+    if not x.is_floating_point():
+        raise ValueError(f"{name} must have a floating-point dtype, got {x.dtype}")
+    if x.dim() < min_dim:
+        raise ValueError(f"{name} must have at least {min_dim} dimensions, got shape {tuple(x.shape)}")
+    return x
+
+
+def check_qkv(q, k, v) -> tuple[int, int, int, int]:
+    """Validate q (..., n_q, d_k), k (..., n_k, d_k), v (..., n_k, d_v); return (n_q, n_k, d_k, d_v)."""
+    for name, x in (("q", q), ("k", k), ("v", v)):
+        check_tensor(name, x, min_dim=2)
+    n_q, d_k = q.shape[-2:]
+    n_k, d_k_k = k.shape[-2:]
+    n_v, d_v = v.shape[-2:]
+    if n_q == 0 or n_k == 0:
+        raise ValueError(
+            f"q and k must hold at least one position (n_q, n_k >= 1), got {tuple(q.shape)} and {tuple(k.shape)}"
+        )
+    if d_k == 0:
+        raise ValueError(f"q must have d_k >= 1 (last dimension), got shape {tuple(q.shape)}")
+    if d_k_k != d_k:
+        raise ValueError(f"k must have the same last dimension d_k={d_k} as q, got shape {tuple(k.shape)}")
+    if n_v != n_k:
+        raise ValueError(f"v must have n_k={n_k} rows like k (shape (..., n_k, d_v)), got shape {tuple(v.shape)}")
+    if d_v == 0:
+        raise ValueError(f"v must have d_v >= 1 (last dimension), got shape {tuple(v.shape)}")
+    if not (q.dtype == k.dtype == v.dtype):
+        raise ValueError(f"q, k, v must share one dtype, got {q.dtype}, {k.dtype}, {v.dtype}")
+    if not (q.device == k.device == v.device):
+        raise ValueError(f"q, k, v must be on one device, got {q.device}, {k.device}, {v.device}")
+    try:
+        torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    except RuntimeError:
+        raise ValueError(
+            "q, k, v leading (batch/head) dimensions must broadcast, got "
+            f"{tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}"
+        ) from None
+    return n_q, n_k, d_k, d_v
+
+
+def check_positive(name: str, value, *, allow_none: bool = False) -> float | None:
+    """Raise unless `value` is a finite number > 0 (or None when allowed)."""
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{name} must be a positive number, got {value!r}")
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+    return float(value)
+
+
+def check_int(name: str, value, *, minimum: int = 0, maximum: int | None = None) -> int:
+    """Raise unless `value` is an int in [minimum, maximum]."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{name} must be an integer, got {value!r}")
+    if value < minimum or (maximum is not None and value > maximum):
+        upper = "" if maximum is None else f" and <= {maximum}"
+        raise ValueError(f"{name} must be an integer >= {minimum}{upper}, got {value}")
+    return value
+
+
+def check_mask(mask, logits_shape: torch.Size, device: torch.device) -> torch.Tensor | None:
+    """Raise unless `mask` is None or a bool tensor broadcastable to `logits_shape`."""
+    if mask is None:
+        return None
+    if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
+        got = mask.dtype if isinstance(mask, torch.Tensor) else type(mask).__name__
+        raise ValueError(f"mask must be a bool tensor (True = may attend), got {got}")
+    try:
+        shape = torch.broadcast_shapes(mask.shape, logits_shape)
+    except RuntimeError:
+        shape = None
+    if shape != logits_shape:
+        raise ValueError(
+            f"mask of shape {tuple(mask.shape)} must broadcast to the logits shape "
+            f"(..., n_q, n_k) = {tuple(logits_shape)}"
+        )
+    return mask.to(device)
+
+
+def resolve_scale(scale, d_k: int) -> float:
+    """Default scale 1/sqrt(d_k); an explicit scale must be a finite number > 0."""
+    if scale is None:
+        return 1.0 / math.sqrt(d_k)
+    return check_positive("scale", scale)

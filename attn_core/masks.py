@@ -1,0 +1,45 @@
+"""Boolean attention masks, True = may attend (the convention of torch's SDPA `attn_mask`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from attn_core._checks import check_int
+
+
+def causal_mask(n_q: int, n_k: int | None = None, *, device=None) -> torch.Tensor:
+    """(n_q, n_k): query i sees keys 0..i (top-left aligned, like SDPA's `is_causal`)."""
+    n_q = check_int("n_q", n_q, minimum=1)
+    n_k = n_q if n_k is None else check_int("n_k", n_k, minimum=1)
+    return torch.ones(n_q, n_k, dtype=torch.bool, device=device).tril()
+
+
+def padding_mask(lengths: Sequence[int] | torch.Tensor, n_k: int, *, device=None) -> torch.Tensor:
+    """(B, 1, n_k): sequence b has `lengths[b]` real keys, the rest is padding; broadcasts over queries."""
+    n_k = check_int("n_k", n_k, minimum=1)
+    lengths = torch.as_tensor(lengths, device=device)
+    if lengths.dim() != 1 or lengths.numel() == 0 or lengths.is_floating_point() or lengths.dtype == torch.bool:
+        raise ValueError(f"lengths must be a non-empty 1-D sequence of integers, got {lengths!r}")
+    if bool(((lengths < 0) | (lengths > n_k)).any()):
+        raise ValueError(f"lengths must lie in [0, n_k={n_k}], got {lengths.tolist()}")
+    keys = torch.arange(n_k, device=lengths.device)
+    return (keys[None, :] < lengths[:, None])[:, None, :]  # (B, 1, n_k)
+
+
+def sliding_window_mask(n: int, window: int, *, device=None) -> torch.Tensor:
+    """(n, n): causal, query i sees keys i-window+1..i."""
+    n = check_int("n", n, minimum=1)
+    window = check_int("window", window, minimum=1)
+    i = torch.arange(n, device=device)
+    offset = i[:, None] - i[None, :]  # query index - key index
+    return (offset >= 0) & (offset < window)
+
+
+def block_causal_mask(n: int, block: int, *, device=None) -> torch.Tensor:
+    """(n, n): query block b (of `block` positions) sees key blocks 0..b."""
+    n = check_int("n", n, minimum=1)
+    block = check_int("block", block, minimum=1)
+    b = torch.arange(n, device=device) // block
+    return b[:, None] >= b[None, :]

@@ -1,0 +1,49 @@
+"""Scaled dot-product attention, the readable reference every other path is checked against.
+
+    Attention(Q, K, V) = softmax(Q K^T * scale / temperature) V,   scale = 1/sqrt(d_k)
+
+Masked attention is the same function with a bool mask (True = may attend).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from attn_core._checks import check_mask, check_positive, check_qkv, resolve_scale
+
+
+def softmax_dtype(dtype: torch.dtype) -> torch.dtype:
+    """Half-precision logits are exponentiated in fp32, as every fused kernel does."""
+    return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+
+
+def masked_softmax(logits: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+    """Stable softmax over the last dimension; masked entries and fully masked rows get weight 0.
+
+    Masked logits become -inf, so exp() sends them to exactly 0 and their gradient is exactly 0.
+    A row with no allowed key has sum 0: it is divided by 1 instead, giving zeros and no NaN.
+    """
+    x = logits if mask is None else logits.masked_fill(~mask, float("-inf"))
+    row_max = x.amax(dim=-1, keepdim=True).detach()  # shift only: softmax is shift-invariant
+    row_max = torch.where(torch.isfinite(row_max), row_max, torch.zeros_like(row_max))
+    e = torch.exp(x - row_max)  # (..., n_q, n_k)
+    total = e.sum(dim=-1, keepdim=True)
+    return e / torch.where(total > 0, total, torch.ones_like(total))
+
+
+def attention_logits(q: torch.Tensor, k: torch.Tensor, scale: float, temperature: float) -> torch.Tensor:
+    """q @ k^T * scale / temperature, in the softmax dtype."""
+    dtype = softmax_dtype(q.dtype)
+    return (q.to(dtype) @ k.to(dtype).transpose(-2, -1)) * (scale / temperature)  # (..., n_q, n_k)
+
+
+def naive_attention(q, k, v, mask=None, *, scale=None, temperature=1.0):
+    """Return (output (..., n_q, d_v), weights (..., n_q, n_k)), materialising all n_q x n_k logits."""
+    _, _, d_k, _ = check_qkv(q, k, v)
+    scale = resolve_scale(scale, d_k)
+    temperature = check_positive("temperature", temperature)
+    logits = attention_logits(q, k, scale, temperature)
+    mask = check_mask(mask, logits.shape, logits.device)
+    weights = masked_softmax(logits, mask)
+    out = weights @ v.to(weights.dtype)  # (..., n_q, d_v)
+    return out.to(v.dtype), weights.to(v.dtype)

@@ -1,0 +1,141 @@
+"""Why divide by sqrt(d_k), and what softmax saturation does to gradients.
+
+If q_i, k_i are independent with mean mu and variance sigma^2, then
+    E[q.k] = d_k mu^2,   Var(q.k) = d_k (sigma^4 + 2 sigma^2 mu^2)     (= d_k for N(0, 1))
+so scaling by 1/sqrt(d_k) brings the standard-normal case back to unit variance.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from attn_core._checks import check_int, check_positive, check_tensor
+
+DISTRIBUTIONS = ("normal", "uniform", "shifted")
+_CHUNK_ELEMENTS = 1 << 22  # draw at most 4M numbers at a time, whatever d_k x n_pairs is
+
+
+def _draw(distribution: str, shape, mean: float, gen: torch.Generator) -> torch.Tensor:
+    if distribution == "uniform":  # U(-sqrt 3, sqrt 3): mean 0, variance 1
+        return (torch.rand(shape, generator=gen, dtype=torch.float64) * 2 - 1) * math.sqrt(3.0)
+    x = torch.randn(shape, generator=gen, dtype=torch.float64)
+    return x + mean if distribution == "shifted" else x
+
+
+def _check_distribution(distribution: str) -> None:
+    if distribution not in DISTRIBUTIONS:
+        raise ValueError(f"distribution must be one of {DISTRIBUTIONS}, got {distribution!r}")
+
+
+def sample_scores(d_k: int, n_pairs: int, *, distribution: str = "normal", mean: float = 1.0, seed: int = 0):
+    """Unscaled dot products q.k of `n_pairs` independent pairs of d_k-vectors, shape (n_pairs,), fp64.
+
+    distribution: "normal" N(0, 1), "uniform" with unit variance, or "shifted" N(mean, 1) entries
+    (non-zero mean breaks the zero-mean assumption of the derivation).
+    """
+    check_int("d_k", d_k, minimum=1)
+    check_int("n_pairs", n_pairs, minimum=2)
+    _check_distribution(distribution)
+    gen = torch.Generator().manual_seed(check_int("seed", seed))
+    rows = max(1, _CHUNK_ELEMENTS // d_k)
+    chunks = []
+    for start in range(0, n_pairs, rows):
+        size = (min(rows, n_pairs - start), d_k)
+        q, k = _draw(distribution, size, mean, gen), _draw(distribution, size, mean, gen)
+        chunks.append((q * k).sum(dim=-1))
+    return torch.cat(chunks)
+
+
+def theoretical_score_mean(d_k: int, *, distribution: str = "normal", mean: float = 1.0) -> float:
+    _check_distribution(distribution)
+    return d_k * mean**2 if distribution == "shifted" else 0.0
+
+
+def theoretical_score_variance(d_k: int, *, distribution: str = "normal", mean: float = 1.0) -> float:
+    """d_k (sigma^4 + 2 sigma^2 mu^2) with sigma = 1; mu = 0 except for "shifted"."""
+    _check_distribution(distribution)
+    mu = mean if distribution == "shifted" else 0.0
+    return d_k * (1.0 + 2.0 * mu**2)
+
+
+def score_statistics(scores: torch.Tensor) -> dict[str, float]:
+    """Mean, variance (unbiased), its standard error, and the share of scores within 3 sample sigmas.
+
+    The standard error of the sample variance is sqrt((m4 - s^4) / N), m4 the fourth central moment:
+    it tells how far from the theory an honest sample may land.
+    """
+    check_tensor("scores", scores)
+    x = scores.detach().reshape(-1).to(torch.float64)
+    if x.numel() < 2:
+        raise ValueError(f"scores must hold at least 2 values, got {x.numel()}")
+    mean, var = x.mean(), x.var()
+    m4 = ((x - mean) ** 4).mean()
+    std = var.sqrt()
+    inside = ((x - mean).abs() <= 3 * std).double().mean() if std > 0 else torch.tensor(1.0)
+    return {
+        "n": x.numel(),
+        "mean": float(mean),
+        "var": float(var),
+        "std": float(std),
+        "var_stderr": float(((m4 - var**2).clamp_min(0) / x.numel()).sqrt()),
+        "share_within_3sigma": float(inside),
+    }
+
+
+def entropy(p: torch.Tensor, dim: int = -1) -> torch.Tensor:
+    """Shannon entropy in nats, with 0 log 0 = 0: log(n) for uniform weights, 0 for one-hot."""
+    check_tensor("p", p)
+    return -(p * torch.log(torch.where(p > 0, p, torch.ones_like(p)))).sum(dim=dim)
+
+
+def softmax_jacobian(p: torch.Tensor) -> torch.Tensor:
+    """d softmax(x) / dx = diag(p) - p p^T, shape (..., n, n) for weights p of shape (..., n)."""
+    check_tensor("p", p)
+    return torch.diag_embed(p) - p.unsqueeze(-1) * p.unsqueeze(-2)
+
+
+def jacobian_norm(p: torch.Tensor, ord: str = "fro") -> torch.Tensor:
+    """Frobenius ("fro") or spectral ("2") norm of the softmax Jacobian, shape (...,).
+
+    It tends to 0 as p becomes one-hot: a saturated softmax passes almost no gradient back.
+    """
+    if ord not in ("fro", "2"):
+        raise ValueError(f"ord must be 'fro' or '2', got {ord!r}")
+    jac = softmax_jacobian(p)
+    return torch.linalg.matrix_norm(jac, ord="fro" if ord == "fro" else 2)
+
+
+def saturation_summary(logits: torch.Tensor, *, temperature: float = 1.0) -> dict[str, float]:
+    """Mean entropy, mean largest weight and mean Jacobian norm of softmax(logits / T) over rows."""
+    check_tensor("logits", logits)
+    temperature = check_positive("temperature", temperature)
+    p = torch.softmax(logits.to(torch.float64) / temperature, dim=-1)
+    return {
+        "entropy": float(entropy(p).mean()),
+        "max_weight": float(p.amax(dim=-1).mean()),
+        "jacobian_norm": float(jacobian_norm(p).mean()),
+    }
+
+
+def random_logits(d_k: int, n_rows: int, n_keys: int, *, scaled: bool, seed: int = 0) -> torch.Tensor:
+    """Logits q.k (/ sqrt(d_k) if `scaled`) for standard-normal q, k: shape (n_rows, n_keys), fp64."""
+    check_int("d_k", d_k, minimum=1)
+    check_int("n_rows", n_rows, minimum=1)
+    check_int("n_keys", n_keys, minimum=1)
+    gen = torch.Generator().manual_seed(check_int("seed", seed))
+    q = torch.randn(n_rows, d_k, generator=gen, dtype=torch.float64)
+    k = torch.randn(n_keys, d_k, generator=gen, dtype=torch.float64)
+    logits = q @ k.T
+    return logits / math.sqrt(d_k) if scaled else logits
+
+
+def cosine_similarity_samples(d: int, n_pairs: int, *, seed: int = 0) -> torch.Tensor:
+    """cos(theta) between independent standard-normal d-vectors; its variance is 1/d."""
+    check_int("d", d, minimum=1)
+    check_int("n_pairs", n_pairs, minimum=2)
+    gen = torch.Generator().manual_seed(check_int("seed", seed))
+    a = torch.randn(n_pairs, d, generator=gen, dtype=torch.float64)
+    b = torch.randn(n_pairs, d, generator=gen, dtype=torch.float64)
+    return torch.nn.functional.cosine_similarity(a, b, dim=-1)

@@ -1,0 +1,38 @@
+"""The README's promises and CI's behaviour must not drift apart."""
+
+import pathlib
+import subprocess
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / ".ci"))
+from readme_command import readme_command  # noqa: E402
+
+
+def test_readme_has_the_two_setup_commands():
+    assert readme_command("app") == "pip install -r requirements.txt && streamlit run app.py"
+    assert readme_command("test") == "pip install -r requirements-dev.txt && pytest"
+
+
+def test_ci_runs_the_readme_test_command_in_a_fresh_venv():
+    ci = (ROOT / ".ci" / "run").read_text()
+    out = subprocess.run(
+        [sys.executable, str(ROOT / ".ci" / "readme_command.py"), "test"], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == readme_command("test")
+    assert "python3 .ci/readme_command.py test" in ci and 'bash -c "$test_command"' in ci
+    assert "rm -rf .ci-venv" in ci and "python3 -m venv .ci-venv" in ci
+    assert "apt-get install" in ci and "chromium" in ci
+
+
+def test_requirements_are_pinned_and_dev_includes_app():
+    app = (ROOT / "requirements.txt").read_text().split()
+    pins = [line for line in app if line and not line.startswith("#") and "==" in line]
+    names = {p.split("==")[0] for p in pins}
+    assert {"torch", "numpy", "pandas", "altair", "streamlit"} <= names and "torch==2.13.0" in pins
+    assert "-r requirements.txt" in (ROOT / "requirements-dev.txt").read_text()
+
+
+def test_library_never_imports_streamlit():
+    offenders = [p.name for p in (ROOT / "attn_core").glob("*.py") if "import streamlit" in p.read_text()]
+    assert offenders == []
