@@ -1,0 +1,65 @@
+"""Tables for "Why divide by sqrt(d_k)": score histograms, variance against d_k, one softmax row."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import torch
+
+from attn_core.naive import masked_softmax
+from attn_core.stats import sample_scores, score_statistics, theoretical_score_variance
+
+D_K_SWEEP = tuple(2**i for i in range(11))  # 1 .. 1024
+BINS = 60
+
+
+def _gaussian(x: np.ndarray, var: float) -> np.ndarray:
+    return np.exp(-(x**2) / (2 * var)) / math.sqrt(2 * math.pi * var)
+
+
+def score_histograms(d_k: int, n_pairs: int, distribution: str, mean: float, seed: int):
+    """Histogram densities of unscaled and scaled scores with N(0, d_k) and N(0, 1) beside them.
+
+    Returns (bars, curves, stats): bars has columns series, left, right, density; curves has
+    series, x, density; stats maps "unscaled"/"scaled" to score_statistics plus the share in [-3, 3].
+    """
+    raw = sample_scores(d_k, n_pairs, distribution=distribution, mean=mean, seed=seed)
+    series = {"unscaled": raw, "scaled": raw / math.sqrt(d_k)}
+    theory_var = {"unscaled": float(d_k), "scaled": 1.0}
+    bars, curves, stats = [], [], {}
+    for name, x in series.items():
+        values = x.numpy()
+        density, edges = np.histogram(values, bins=BINS, density=True)
+        bars.append(pd.DataFrame({"series": name, "left": edges[:-1], "right": edges[1:], "density": density}))
+        grid = np.linspace(edges[0], edges[-1], 200)
+        curves.append(pd.DataFrame({"series": name, "x": grid, "density": _gaussian(grid, theory_var[name])}))
+        stats[name] = score_statistics(x) | {"share_within_pm3": float((x.abs() <= 3).double().mean())}
+    return pd.concat(bars, ignore_index=True), pd.concat(curves, ignore_index=True), stats
+
+
+def variance_sweep(n_pairs: int, distribution: str, mean: float, seed: int) -> pd.DataFrame:
+    """Empirical Var(q.k) for d_k = 1..1024 with its standard error and the theory line."""
+    rows = []
+    for d_k in D_K_SWEEP:
+        s = score_statistics(sample_scores(d_k, n_pairs, distribution=distribution, mean=mean, seed=seed + d_k))
+        theory = theoretical_score_variance(d_k, distribution=distribution, mean=mean)
+        rows.append({"d_k": d_k, "empirical": s["var"], "stderr": s["var_stderr"], "theory": theory})
+    return pd.DataFrame(rows)
+
+
+def softmax_row(d_k: int, n_keys: int, temperature: float, seed: int) -> pd.DataFrame:
+    """One query against n_keys keys: softmax weights of the unscaled and the scaled logits.
+
+    Columns: key, series ("unscaled"/"scaled"), logit, weight. Temperature divides both.
+    """
+    gen = torch.Generator().manual_seed(seed)
+    q = torch.randn(d_k, generator=gen, dtype=torch.float64)
+    k = torch.randn(n_keys, d_k, generator=gen, dtype=torch.float64)
+    logits = k @ q
+    frames = []
+    for name, x in (("unscaled", logits), ("scaled", logits / math.sqrt(d_k))):
+        w = masked_softmax(x / temperature)
+        frames.append(pd.DataFrame({"key": range(n_keys), "series": name, "logit": x.numpy(), "weight": w.numpy()}))
+    return pd.concat(frames, ignore_index=True)

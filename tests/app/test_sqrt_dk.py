@@ -1,0 +1,43 @@
+import math
+
+from app_helpers import assert_clean, metric
+
+PAGE = "pages/sqrt_dk.py"
+
+
+def test_renders_at_defaults_with_formula_and_charts(open_page):
+    at = open_page(PAGE)
+    assert_clean(at)
+    assert len(at.get("vega_lite_chart")) == 4
+    assert any("d_k" in latex.value for latex in at.latex)
+    assert at.expander  # the predict-first answer is folded away
+
+
+def test_unscaled_variance_follows_d_k(open_page):
+    at = open_page(PAGE)
+    at.select_slider(key="d_k").set_value(256).run()
+    assert_clean(at)
+    var = float(metric(at, "Var(q·k)"))
+    # 5000 pairs: the standard error of the sample variance is sqrt((2 d^2 + 6 d) / N) ~ 5.1.
+    assert abs(var - 256) < 5 * math.sqrt((2 * 256**2 + 6 * 256) / 5000)
+    assert abs(float(metric(at, "Var(q·k/√d_k)")) - 1) < 5 * math.sqrt(2 / 5000) * 1.05
+
+
+def test_every_control_changes_and_the_page_follows(open_page):
+    at = open_page(PAGE)
+    at.select_slider(key="n_pairs").set_value(1000).run()
+    at.selectbox(key="distribution").set_value("shifted").run()
+    at.slider(key="mean").set_value(1.0).run()
+    assert_clean(at)
+    # the shifted distribution: Var = d_k (1 + 2 mu^2) = 192 at d_k = 64, far from the i.i.d. theory of 64
+    assert float(metric(at, "Var(q·k)")) > 128
+    before = at.markdown[-1].value
+    at.slider(key="temperature").set_value(5.0).run()
+    assert_clean(at)
+    assert "T = 5" in at.markdown[-1].value and at.markdown[-1].value != before
+    at.selectbox(key="distribution").set_value("uniform").run()
+    var_before = metric(at, "Var(q·k)")
+    at.session_state["seed"] = 7  # the sidebar's seed (AppTest drops sidebar nodes after switch_page)
+    at.run()
+    assert_clean(at)
+    assert metric(at, "Var(q·k)") != var_before
