@@ -9,7 +9,7 @@ import pandas as pd
 import torch
 
 from attn_core.naive import masked_softmax
-from attn_core.stats import sample_scores, score_statistics, theoretical_score_variance
+from attn_core.stats import sample_score_prefixes, sample_scores, score_statistics, theoretical_score_variance
 
 D_K_SWEEP = tuple(2**i for i in range(11))  # 1 .. 1024
 BINS = 60
@@ -41,9 +41,10 @@ def score_histograms(d_k: int, n_pairs: int, distribution: str, mean: float, see
 
 def variance_sweep(n_pairs: int, distribution: str, mean: float, seed: int) -> pd.DataFrame:
     """Empirical Var(q.k) for d_k = 1..1024 with its standard error and the theory line."""
+    scores = sample_score_prefixes(D_K_SWEEP, n_pairs, distribution=distribution, mean=mean, seed=seed)
     rows = []
-    for d_k in D_K_SWEEP:
-        s = score_statistics(sample_scores(d_k, n_pairs, distribution=distribution, mean=mean, seed=seed + d_k))
+    for column, d_k in enumerate(D_K_SWEEP):
+        s = score_statistics(scores[:, column])
         theory = theoretical_score_variance(d_k, distribution=distribution, mean=mean)
         rows.append({"d_k": d_k, "empirical": s["var"], "stderr": s["var_stderr"], "theory": theory})
     return pd.DataFrame(rows)

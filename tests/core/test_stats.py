@@ -10,6 +10,7 @@ from attn_core import (
     entropy,
     jacobian_norm,
     random_logits,
+    sample_score_prefixes,
     sample_scores,
     saturation_summary,
     score_statistics,
@@ -40,6 +41,15 @@ def test_variance_of_dot_product_is_d_k(d_k):
     assert abs(stats["mean"]) < 5 * math.sqrt(d_k / N)
     scaled = score_statistics(scores / math.sqrt(d_k))
     assert abs(scaled["var"] - 1) < variance_tolerance(d_k, N, 9.0) / d_k
+
+
+def test_prefix_sweep_gives_every_d_k_its_variance():
+    d_ks = (1, 8, 64, 512)
+    scores = sample_score_prefixes(d_ks, N, seed=11)
+    assert scores.shape == (N, len(d_ks))
+    for column, d_k in enumerate(d_ks):
+        assert abs(float(scores[:, column].var()) - d_k) < variance_tolerance(d_k, N, 9.0)
+    torch.testing.assert_close(scores[:, -1], sample_scores(512, N, seed=11))
 
 
 def test_uniform_unit_variance_also_gives_d_k():
