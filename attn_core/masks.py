@@ -13,7 +13,8 @@ def causal_mask(n_q: int, n_k: int | None = None, *, device=None) -> torch.Tenso
     """(n_q, n_k): query i sees keys 0..i (top-left aligned, like SDPA's `is_causal`)."""
     n_q = check_int("n_q", n_q, minimum=1)
     n_k = n_q if n_k is None else check_int("n_k", n_k, minimum=1)
-    return torch.ones(n_q, n_k, dtype=torch.bool, device=device).tril()
+    # an index comparison, not tril(): tril on bool tensors is slow for the small masks the pages use
+    return torch.arange(n_q, device=device)[:, None] >= torch.arange(n_k, device=device)[None, :]
 
 
 def padding_mask(lengths: Sequence[int] | torch.Tensor, n_k: int, *, device=None) -> torch.Tensor:

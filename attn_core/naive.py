@@ -10,6 +10,10 @@ from __future__ import annotations
 import torch
 
 from attn_core._checks import check_mask, check_positive, check_qkv, resolve_scale
+from attn_core.budget import check_budget, tensor_bytes
+
+# logits, exp(logits - max) and the weights are alive together at the peak (measured by attn_core.bench)
+SCORE_COPIES = 3
 
 
 def softmax_dtype(dtype: torch.dtype) -> torch.dtype:
@@ -39,9 +43,15 @@ def attention_logits(q: torch.Tensor, k: torch.Tensor, scale: float, temperature
 
 def naive_attention(q, k, v, mask=None, *, scale=None, temperature=1.0):
     """Return (output (..., n_q, d_v), weights (..., n_q, n_k)), materialising all n_q x n_k logits."""
-    _, _, d_k, _ = check_qkv(q, k, v)
+    n_q, n_k, d_k, _ = check_qkv(q, k, v)
     scale = resolve_scale(scale, d_k)
     temperature = check_positive("temperature", temperature)
+    logits_shape = (*torch.broadcast_shapes(q.shape[:-2], k.shape[:-2]), n_q, n_k)
+    check_budget(
+        tensor_bytes(logits_shape, softmax_dtype(q.dtype), SCORE_COPIES),
+        f"naive attention's {n_q} x {n_k} score matrices",
+        "Use a smaller n, or tiled_attention, which never holds more than one tile of scores.",
+    )
     logits = attention_logits(q, k, scale, temperature)
     mask = check_mask(mask, logits.shape, logits.device)
     weights = masked_softmax(logits, mask)

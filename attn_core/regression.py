@@ -10,6 +10,7 @@ import torch
 from torch import nn
 
 from attn_core._checks import check_int, check_mask, check_positive, check_qkv, resolve_scale
+from attn_core.budget import check_budget, tensor_bytes
 from attn_core.naive import masked_softmax
 
 KERNELS = ("exponential", "gaussian")
@@ -21,7 +22,9 @@ def kernel_weights(q, k, *, kernel: str = "exponential", scale=None, bandwidth: 
     "exponential": K = exp(q.k * scale); "gaussian": K = exp(-|q - k|^2 / (2 h^2)), h = bandwidth.
     The largest log-kernel of each row is subtracted before exp() (it cancels in the ratio).
     """
-    check_qkv(q, k, k)
+    n_q, n_k, _, _ = check_qkv(q, k, k)
+    batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2])
+    check_budget(tensor_bytes((*batch, n_q, n_k), q.dtype, 3), f"{n_q} x {n_k} kernel weights", "Use fewer points.")
     if kernel not in KERNELS:
         raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r}")
     if kernel == "exponential":
@@ -53,6 +56,12 @@ class AdditiveAttention(nn.Module):
 
     def scores(self, q, k):
         """(..., n_q, n_k) additive scores."""
+        shape = (*torch.broadcast_shapes(q.shape[:-2], k.shape[:-2]), q.shape[-2], k.shape[-2], self.w.in_features)
+        check_budget(
+            tensor_bytes(shape, q.dtype, 2),
+            f"additive attention's {shape[-3]} x {shape[-2]} x {shape[-1]} hidden scores",
+            "Use shorter sequences or a smaller d_hidden.",
+        )
         hidden = torch.tanh(self.w_q(q).unsqueeze(-2) + self.w_k(k).unsqueeze(-3))  # (..., n_q, n_k, h)
         return self.w(hidden).squeeze(-1)
 

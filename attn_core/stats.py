@@ -12,6 +12,7 @@ import math
 import torch
 
 from attn_core._checks import check_int, check_positive, check_tensor
+from attn_core.budget import check_budget, tensor_bytes
 
 DISTRIBUTIONS = ("normal", "uniform", "shifted")
 _CHUNK_ELEMENTS = 1 << 22  # draw at most 4M numbers at a time, whatever d_k x n_pairs is
@@ -108,6 +109,8 @@ def entropy(p: torch.Tensor, dim: int = -1) -> torch.Tensor:
 def softmax_jacobian(p: torch.Tensor) -> torch.Tensor:
     """d softmax(x) / dx = diag(p) - p p^T, shape (..., n, n) for weights p of shape (..., n)."""
     check_tensor("p", p)
+    n = p.shape[-1]
+    check_budget(tensor_bytes((*p.shape, n), p.dtype, 2), f"a {n} x {n} softmax Jacobian", "Use fewer keys.")
     return torch.diag_embed(p) - p.unsqueeze(-1) * p.unsqueeze(-2)
 
 
@@ -139,6 +142,7 @@ def random_logits(d_k: int, n_rows: int, n_keys: int, *, scaled: bool, seed: int
     check_int("d_k", d_k, minimum=1)
     check_int("n_rows", n_rows, minimum=1)
     check_int("n_keys", n_keys, minimum=1)
+    check_budget(tensor_bytes((n_rows, n_keys), torch.float64), f"{n_rows} x {n_keys} logits", "Use fewer rows.")
     gen = torch.Generator().manual_seed(check_int("seed", seed))
     q = torch.randn(n_rows, d_k, generator=gen, dtype=torch.float64)
     k = torch.randn(n_keys, d_k, generator=gen, dtype=torch.float64)

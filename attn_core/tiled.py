@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import torch
 
 from attn_core._checks import check_int, check_mask, check_positive, check_qkv, resolve_scale
+from attn_core.budget import check_budget, tensor_bytes
 from attn_core.naive import softmax_dtype
 
 
@@ -69,6 +70,12 @@ def _prepare(q, k, v, mask, scale, temperature, block_q, block_k):
     check_int("block_q", block_q, minimum=1)
     check_int("block_k", block_k, minimum=1)
     batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    tile = (*batch, min(block_q, n_q), min(block_k, n_k))
+    check_budget(
+        tensor_bytes(tile, softmax_dtype(q.dtype), 2),  # the logits tile and its exponentials
+        f"a {tile[-2]} x {tile[-1]} tile of scores",
+        "Use smaller block_q and block_k.",
+    )
     mask = check_mask(mask, torch.Size((*batch, n_q, n_k)), q.device)
     if mask is not None:
         mask = mask.expand(*batch, n_q, n_k)  # a view: slicing it never materialises n_q x n_k
