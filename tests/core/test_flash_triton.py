@@ -1,0 +1,288 @@
+"""flash_attention (Triton kernels, forward and backward) against naive_attention, on Triton's interpreter.
+
+Small 16 x 16 tiles keep the interpreter fast and make every shape below span several tiles, with
+tails (n = 37, 100), padded head dims (24, 48) and cross attention (n_q != n_k).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+_saved_env = os.environ.get("TRITON_INTERPRET")
+os.environ["TRITON_INTERPRET"] = "1"  # Triton picks interpreter or compiler when first imported
+try:
+    pytest.importorskip("triton.language")
+finally:  # the rest of the session sees the variable as it was: CPU flash unavailable there
+    if _saved_env is None:
+        del os.environ["TRITON_INTERPRET"]
+    else:
+        os.environ["TRITON_INTERPRET"] = _saved_env
+
+from attn_core import causal_mask, naive_attention  # noqa: E402
+from attn_core.flash_triton import flash_attention, flash_available  # noqa: E402
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(autouse=True)
+def _interpreter(monkeypatch):
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    ok, reason = flash_available("cpu")
+    assert ok, f"{reason} (was triton imported before this module, without TRITON_INTERPRET=1?)"
+
+
+def _qkv(lead, n_q, n_k, d, dtype=torch.float32, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    q = torch.randn(*lead, n_q, d, generator=g)
+    k = torch.randn(*lead, n_k, d, generator=g)
+    v = torch.randn(*lead, n_k, d, generator=g)
+    return q.to(dtype), k.to(dtype), v.to(dtype)
+
+
+def _reference(q, k, v, causal, **kwargs):
+    """fp32 naive attention of the (possibly low-precision) inputs."""
+    mask = causal_mask(q.shape[-2], k.shape[-2]) if causal else None
+    out, _ = naive_attention(q.float(), k.float(), v.float(), mask, **kwargs)
+    return out
+
+
+def _torch_low_precision(q, k, v, causal):
+    """PyTorch's own attention with every intermediate rounded to the input dtype."""
+    logits = (q @ k.transpose(-2, -1)) * q.shape[-1] ** -0.5  # (..., n_q, n_k) in q.dtype
+    if causal:
+        logits = logits.masked_fill(~causal_mask(q.shape[-2], k.shape[-2]), float("-inf"))
+    return torch.softmax(logits, dim=-1) @ v
+
+
+@pytest.mark.parametrize(
+    "lead, n_q, n_k, d, causal, block_m, block_n",
+    [
+        ((1, 1), 1, 1, 16, False, 16, 16),  # one position: a single, almost empty tile
+        ((2, 2), 37, 37, 32, True, 16, 16),  # tails in both directions, diagonal inside tiles
+        ((1, 2), 100, 100, 64, True, 32, 16),  # diagonal crosses two key tiles per query block
+        ((2, 1), 100, 37, 48, True, 16, 32),  # n_q > n_k: rows past n_k see every key; d padded to 64
+        ((2, 1), 37, 100, 24, False, 16, 16),  # cross attention, d padded to 32
+        ((1, 3), 1, 100, 16, True, 16, 16),  # the single query sees key 0 only
+        ((1, 1), 100, 1, 64, False, 32, 32),
+        ((1, 1), 20, 20, 128, True, 16, 16),  # the largest head dim
+    ],
+)
+def test_matches_naive_fp32(lead, n_q, n_k, d, causal, block_m, block_n):
+    q, k, v = _qkv(lead, n_q, n_k, d)
+    out = flash_attention(q, k, v, causal=causal, block_m=block_m, block_n=block_n)
+    assert out.shape == q.shape and out.dtype == torch.float32
+    torch.testing.assert_close(out, _reference(q, k, v, causal), atol=1e-5, rtol=1e-5)
+
+
+@settings(max_examples=12, deadline=None, derandomize=True)
+@given(
+    n_q=st.integers(1, 70),
+    n_k=st.integers(1, 70),
+    d=st.sampled_from([16, 24, 40]),
+    causal=st.booleans(),
+    block_m=st.sampled_from([16, 32]),
+    block_n=st.sampled_from([16, 32]),
+)
+def test_matches_naive_for_random_shapes(n_q, n_k, d, causal, block_m, block_n):
+    q, k, v = _qkv((1,), n_q, n_k, d, seed=n_q * 1000 + n_k)
+    out = flash_attention(q, k, v, causal=causal, block_m=block_m, block_n=block_n)
+    torch.testing.assert_close(out, _reference(q, k, v, causal), atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("scale, temperature", [(0.3, 2.5), (None, 0.05)])
+def test_scale_and_temperature(scale, temperature):
+    """temperature 0.05 makes logits ~20x sharper: the running max jumps often and far."""
+    q, k, v = _qkv((2,), 45, 50, 32)
+    out = flash_attention(q, k, v, causal=True, scale=scale, temperature=temperature)
+    ref = _reference(q, k, v, True, scale=scale, temperature=temperature)
+    torch.testing.assert_close(out, ref, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("causal", [False, True])
+def test_low_precision_error_at_most_twice_torchs(dtype, causal):
+    """FlashAttention's criterion: against an fp32 reference, the kernel may err up to twice as much
+    as PyTorch computing in the same dtype, plus one rounding of the output (eps * max|out|) so that
+    a lucky small PyTorch error cannot make the bound unreachable."""
+    q, k, v = _qkv((2, 2), 70, 45, 32, dtype)
+    out = flash_attention(q, k, v, causal=causal)
+    ref = _reference(q, k, v, causal)
+    err = (out.float() - ref).abs().max()
+    torch_err = (_torch_low_precision(q, k, v, causal).float() - ref).abs().max()
+    assert out.dtype == dtype
+    assert err <= 2 * torch_err + torch.finfo(dtype).eps * ref.abs().max(), (err, torch_err)
+
+
+def _gradients(attention, q, k, v, d_out):
+    """(out, dq, dk, dv) of `attention` at fresh leaf copies of q, k, v, for the incoming gradient d_out."""
+    q, k, v = (x.detach().clone().requires_grad_() for x in (q, k, v))
+    out = attention(q, k, v)
+    out.backward(d_out)
+    return out, q.grad, k.grad, v.grad
+
+
+@pytest.mark.parametrize(
+    "n_q, n_k, d, causal, block_m, block_n, temperature",
+    [
+        (37, 37, 32, True, 32, 16, 1.0),  # query blocks span two key tiles each
+        (100, 37, 48, True, 16, 32, 0.7),  # rows past n_k see every key; d padded to 64
+        (20, 50, 24, True, 16, 16, 1.0),  # keys 20..49 are seen by no query: zero dk, dv
+        (37, 100, 16, False, 32, 16, 2.0),
+    ],
+)
+def test_gradients_match_naive_fp32(n_q, n_k, d, causal, block_m, block_n, temperature):
+    q, k, v = _qkv((2, 2), n_q, n_k, d)
+    d_out = torch.randn(q.shape, generator=torch.Generator().manual_seed(7))
+    mask = causal_mask(n_q, n_k) if causal else None
+    got = _gradients(
+        lambda q, k, v: flash_attention(
+            q, k, v, causal=causal, temperature=temperature, block_m=block_m, block_n=block_n
+        ),
+        q, k, v, d_out,
+    )  # fmt: skip
+    want = _gradients(lambda q, k, v: naive_attention(q, k, v, mask, temperature=temperature)[0], q, k, v, d_out)
+    for name, x, y in zip(("out", "dq", "dk", "dv"), got, want, strict=True):
+        torch.testing.assert_close(x, y, atol=2e-5, rtol=1e-5, msg=lambda m, name=name: f"{name}: {m}")
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_low_precision_gradients_at_most_twice_torchs(dtype):
+    """The forward's criterion, per gradient."""
+    q, k, v = _qkv((2, 2), 40, 30, 32, dtype)
+    d_out = torch.randn(q.shape, generator=torch.Generator().manual_seed(7)).to(dtype)
+    got = _gradients(lambda q, k, v: flash_attention(q, k, v, causal=True), q, k, v, d_out)
+    mask = causal_mask(40, 30)
+    up = (x.float() for x in (q, k, v, d_out))
+    want = _gradients(lambda q, k, v: naive_attention(q, k, v, mask)[0], *up)
+    torch_own = _gradients(lambda q, k, v: _torch_low_precision(q, k, v, True), q, k, v, d_out)
+    for name, x, y, t in zip(("out", "dq", "dk", "dv"), got, want, torch_own, strict=True):
+        assert x.dtype == dtype
+        err, torch_err = (x.float() - y).abs().max(), (t.float() - y).abs().max()
+        assert err <= 2 * torch_err + torch.finfo(dtype).eps * y.abs().max(), (name, err, torch_err)
+
+
+def test_causal_never_reads_key_tiles_past_the_diagonal():
+    """NaN in every key/value after the first tile: a loop that merely masked those tiles would
+    still multiply their NaN values by p = 0, and 0 * NaN = NaN. The 16 queries see keys 0..15 only,
+    so the result is attention over those 16 keys, and the hidden keys get zero gradient."""
+    q, k, v = _qkv((1, 1), 16, 64, 32)
+    k[..., 16:, :] = float("nan")
+    v[..., 16:, :] = float("nan")
+    d_out = torch.randn(q.shape, generator=torch.Generator().manual_seed(7))
+    out, dq, dk, dv = _gradients(
+        lambda q, k, v: flash_attention(q, k, v, causal=True, block_m=16, block_n=16), q, k, v, d_out
+    )
+    want = _gradients(
+        lambda q, k, v: naive_attention(q, k, v, causal_mask(16))[0], q, k[..., :16, :], v[..., :16, :], d_out
+    )
+    for x, y in zip((out, dq, dk[..., :16, :], dv[..., :16, :]), want, strict=True):
+        torch.testing.assert_close(x, y, atol=2e-5, rtol=1e-5)
+    assert not dk[..., 16:, :].any() and not dv[..., 16:, :].any()
+
+
+@pytest.mark.parametrize("lead", [(), (3,), (2, 1, 2), (0, 2)])
+def test_any_leading_dims(lead):
+    q, k, v = _qkv(lead, 20, 18, 16)
+    out = flash_attention(q, k, v, causal=True)
+    assert out.shape == q.shape
+    torch.testing.assert_close(out, _reference(q, k, v, True), atol=1e-5, rtol=1e-5)
+
+
+def test_strided_inputs():
+    """Inputs stored (B, H, d, n) and viewed as (B, H, n, d): the kernel must follow the strides."""
+    g = torch.Generator().manual_seed(1)
+    q, k, v = (torch.randn(2, 2, 32, n, generator=g).transpose(-2, -1) for n in (30, 40, 40))
+    assert q.stride(-1) != 1
+    d_out = torch.ones(()).expand(q.shape)  # what out.sum().backward() sends: all strides 0
+    got = _gradients(lambda q, k, v: flash_attention(q, k, v), q, k, v, d_out)
+    want = _gradients(lambda q, k, v: naive_attention(q, k, v)[0], q, k, v, d_out)
+    for x, y in zip(got, want, strict=True):
+        torch.testing.assert_close(x, y, atol=2e-5, rtol=1e-5)
+
+
+def _widen(x):
+    return x.repeat(1, 1, 1, 9)  # d = 144
+
+
+_BAD_INPUTS = {  # name: (q, k, v -> flash_attention kwargs, expected message)
+    "head dim too small": (lambda q, k, v: dict(q=q[..., :8], k=k[..., :8], v=v[..., :8]), "head dim"),
+    "head dim too large": (lambda q, k, v: dict(q=_widen(q), k=_widen(k), v=_widen(v)), "head dim"),
+    "d_v != d_k": (lambda q, k, v: dict(q=q, k=k, v=v.repeat(1, 1, 1, 2)), "d_v"),
+    "broadcast leading dims": (lambda q, k, v: dict(q=q[:, :1], k=k, v=v), "same leading"),
+    "float64": (lambda q, k, v: dict(q=q.double(), k=k.double(), v=v.double()), "float16, bfloat16 or float32"),
+    "mixed dtypes": (lambda q, k, v: dict(q=q.half(), k=k, v=v), "one dtype"),
+    "not a tensor": (lambda q, k, v: dict(q=q.tolist(), k=k, v=v), "q must be a torch.Tensor"),
+    "scale 0": (lambda q, k, v: dict(q=q, k=k, v=v, scale=0.0), "scale"),
+    "negative temperature": (lambda q, k, v: dict(q=q, k=k, v=v, temperature=-1.0), "temperature"),
+    "causal not bool": (lambda q, k, v: dict(q=q, k=k, v=v, causal="yes"), "causal"),
+    "block_m not a power of two": (lambda q, k, v: dict(q=q, k=k, v=v, block_m=24), "block_m"),
+    "block_n below 16": (lambda q, k, v: dict(q=q, k=k, v=v, block_n=8), "block_n"),
+}
+
+
+@pytest.mark.parametrize("name", list(_BAD_INPUTS))
+def test_bad_inputs_raise_value_error(name):
+    make_kwargs, message = _BAD_INPUTS[name]
+    with pytest.raises(ValueError, match=message):
+        flash_attention(**make_kwargs(*_qkv((1, 2), 4, 5, 16)))
+
+
+def test_flash_available_under_the_interpreter():
+    assert flash_available("cpu")[0]
+    ok, reason = flash_available("meta")
+    assert not ok and "tiled_attention" in reason
+    if not torch.cuda.is_available():
+        assert not flash_available("cuda")[0]
+
+
+def _python(code: str, prelude: str = "") -> dict:
+    """Run `code` in a fresh interpreter without TRITON_INTERPRET; it prints one JSON object."""
+    env = {key: value for key, value in os.environ.items() if key != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
+    script = prelude + textwrap.dedent(code)
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+_CALL = """
+import json, sys
+import torch
+import attn_core
+imported_triton = "triton" in sys.modules
+ok, reason = attn_core.flash_available("cpu")
+q = torch.randn(1, 1, 4, 16)
+try:
+    attn_core.flash_attention(q, q, q)
+    error = None
+except Exception as e:
+    error = [type(e).__name__, str(e)]
+import os
+os.environ["TRITON_INTERPRET"] = "1"  # too late: triton (if any) was imported above
+late_ok, late_reason = attn_core.flash_available("cpu")
+print(json.dumps(dict(imported_triton=imported_triton, ok=ok, reason=reason, error=error, late=late_reason)))
+"""
+
+
+def test_cpu_without_interpreter_points_to_tiled_attention():
+    got = _python(_CALL)
+    assert not got["imported_triton"], "import attn_core must not import triton"
+    assert not got["ok"] and "tiled_attention" in got["reason"]
+    assert got["error"][0] == "RuntimeError" and "tiled_attention" in got["error"][1]
+    assert "set after triton was imported" in got["late"]
+
+
+def test_without_triton_points_to_tiled_attention():
+    got = _python(_CALL, prelude="import sys\nsys.modules['triton'] = None  # import triton now fails\n")
+    assert not got["ok"] and "triton is not installed" in got["reason"]
+    assert got["error"][0] == "ImportError" and "tiled_attention" in got["error"][1]
