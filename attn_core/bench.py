@@ -1,0 +1,535 @@
+"""Time and peak memory of every attention path, side by side: `python -m attn_core.bench`.
+
+Methods (all forward only, under torch.no_grad, on q, k, v of shape (B, H, n, d)):
+    naive         naive_attention(q, k, v): always unmasked (it has no causal flag)
+    naive_masked  naive_attention(q, k, v, causal_mask(n)): always causal; beside `naive` it shows
+                  what a bool mask costs (the mask is built beforehand and counted as an input)
+    tiled         tiled_attention(..., causal=config.causal, block_q, block_k)
+    sdpa          torch.nn.functional.scaled_dot_product_attention(..., is_causal=config.causal)
+    triton        attn_core.flash_triton.flash_attention (CUDA only, imported lazily)
+Each row's `causal` field says what that row computed.
+
+Measurements, per (n, method):
+1. Time: `warmup` untimed calls, then `repeats` timed calls -> median, p10, p90, min in ms.
+   CPU: time.perf_counter around each call. CUDA: a pair of CUDA events around each call.
+2. Peak memory, from one more call kept apart from the timed ones (the profiler slows it down):
+   - CUDA: reset_peak_memory_stats(), then peak_mem_total_bytes = max_memory_allocated() and
+     peak_mem_bytes = that minus memory_allocated() just before the call (the inputs).
+   - CPU: the caching-free CPU allocator keeps no statistics, RSS is blurred by glibc's free lists
+     and tracemalloc does not see tensor storage. So the call runs under
+     torch.profiler.profile(activities=[CPU], profile_memory=True): every allocation (+bytes) and
+     free (-bytes) of PyTorch's CPU allocator becomes a `[memory]` event in the kineto results.
+     In chronological order, the maximum of their running sum is peak_mem_bytes, the memory the
+     call needed on top of what was live before it; peak_mem_total_bytes adds the input bytes.
+     Scratch buffers that oneDNN/MKL allocate themselves are not seen (they are small).
+     Check (B=1, H=4, d=64, fp32, n=2048): naive peaks at 3.0015 x B*H*n*n*4 bytes (logits,
+     logits - max and exp live at once, or logits, exp and weights), naive_masked at 4.0015 x
+     (plus the masked copy); tiled with 512 x 512 blocks at 0.27 x (three (n, d) arrays: the
+     scaled q, the output blocks and their torch.cat, plus about three 512 x 512 tiles, per head);
+     SDPA at 0.05 x.
+   theory_scores_bytes = B*H*n*n*bytes(dtype), one score matrix, is reported beside it.
+3. Throughput: tflops = flops / median time, flops = 4*B*H*n^2*d (q k^T and p v, 2*n^2*d each),
+   halved for causal rows (the useful work, as FlashAttention's benchmarks count it).
+
+Memory budget: naive methods hold SCORE_COPIES[method] score matrices at once (measured above,
+in the softmax dtype: fp32 for half inputs). An entry whose estimate exceeds memory_budget_mb is
+not run but reported with status "skipped: ..."; an entry that raises (out of memory, a kernel
+rejecting a shape) is reported with status "error: ...". Neither stops the run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime
+import json
+import math
+import os
+import platform
+import shlex
+import sys
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass
+
+import torch
+import torch.nn.functional as F
+from torch.profiler import ProfilerActivity, profile
+
+from attn_core._checks import check_int, check_positive
+from attn_core.budget import memory_budget
+from attn_core.masks import causal_mask
+from attn_core.naive import naive_attention, softmax_dtype
+from attn_core.tiled import tiled_attention
+
+METHODS = ("naive", "naive_masked", "tiled", "sdpa", "triton")
+DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+SCORE_COPIES = {"naive": 3, "naive_masked": 4}  # measured peaks / (B*H*n*n*bytes), rounded up
+ROW_FIELDS = (
+    "method",
+    "device",
+    "dtype",
+    "n",
+    "d",
+    "heads",
+    "batch",
+    "causal",
+    "block_q",
+    "block_k",
+    "status",
+    "repeats",
+    "time_ms_median",
+    "time_ms_p10",
+    "time_ms_p90",
+    "time_ms_min",
+    "peak_mem_bytes",
+    "peak_mem_total_bytes",
+    "input_bytes",
+    "theory_scores_bytes",
+    "tflops",
+)
+
+Progress = Callable[[int, int, str], None]
+
+
+def default_methods(device: str) -> tuple[str, ...]:
+    """Every method that can run on `device`: the Triton kernel only on CUDA."""
+    return METHODS if torch.device(device).type == "cuda" else METHODS[:-1]
+
+
+@dataclass(frozen=True)
+class BenchConfig:
+    """One benchmark run: every method in `methods` at every sequence length in `ns`."""
+
+    device: str = "cpu"
+    ns: tuple[int, ...] = (256, 512, 1024, 2048)
+    d: int = 64
+    heads: int = 4
+    batch: int = 1
+    dtype: str = "float32"
+    causal: bool = False
+    methods: tuple[str, ...] | None = None  # None: default_methods(device)
+    repeats: int = 5
+    warmup: int = 1
+    memory_budget_mb: float = 2048.0
+    block_q: int = 512  # fastest on a 2-core CPU; tiled_attention's own default is 64
+    block_k: int = 512
+    seed: int = 0
+
+    def __post_init__(self):
+        # Frozen: validated and normalised once, so a bad config never reaches a measurement.
+        set_ = object.__setattr__
+        set_(self, "device", _check_device(self.device))
+        set_(self, "ns", _check_ns(self.ns))
+        for name in ("d", "heads", "batch", "repeats", "block_q", "block_k"):
+            check_int(name, getattr(self, name), minimum=1)
+        check_int("warmup", self.warmup, minimum=0)
+        check_int("seed", self.seed, minimum=0)
+        if self.dtype not in DTYPES:
+            raise ValueError(f"dtype must be one of {sorted(DTYPES)}, got {self.dtype!r}")
+        if not isinstance(self.causal, bool):
+            raise ValueError(f"causal must be a bool, got {self.causal!r}")
+        set_(self, "memory_budget_mb", check_positive("memory_budget_mb", self.memory_budget_mb))
+        set_(self, "methods", _check_methods(self.methods, self.device))
+
+
+def _check_device(device) -> str:
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError):
+        raise ValueError(f"device must be 'cpu', 'cuda' or 'cuda:N', got {device!r}") from None
+    if dev.type not in ("cpu", "cuda"):
+        raise ValueError(f"device must be 'cpu', 'cuda' or 'cuda:N', got {device!r}")
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device {device!r} requested but CUDA is not available")
+    return str(dev)
+
+
+def _check_ns(ns) -> tuple[int, ...]:
+    if isinstance(ns, (str, bytes)) or not isinstance(ns, Iterable):
+        raise ValueError(f"ns must be a non-empty sequence of integers >= 1, got {ns!r}")
+    ns = tuple(ns)
+    if not ns:
+        raise ValueError("ns must be a non-empty sequence of integers >= 1, got ()")
+    for n in ns:
+        check_int("ns", n, minimum=1)
+    return ns
+
+
+def _check_methods(methods, device: str) -> tuple[str, ...]:
+    if methods is None:
+        return default_methods(device)
+    methods = (methods,) if isinstance(methods, str) else tuple(methods)
+    unknown = [m for m in methods if m not in METHODS]
+    if not methods or unknown:
+        raise ValueError(f"methods must be a non-empty subset of {METHODS}, got {methods!r}")
+    return methods
+
+
+# --- measurements ---------------------------------------------------------------------------
+
+
+def attention_flops(batch: int, heads: int, n: int, d: int, causal: bool) -> int:
+    """4*B*H*n^2*d: q k^T and p v are n x n x d multiply-adds each; causal does half."""
+    flops = 4 * batch * heads * n * n * d
+    return flops // 2 if causal else flops
+
+
+def peak_live_bytes(events: Iterable[tuple[int, int]]) -> int:
+    """Max of the running sum of (time_ns, +alloc/-free bytes) events in time order, at least 0."""
+    live = peak = 0
+    for _, nbytes in sorted(events, key=lambda e: e[0]):  # stable: same-time events keep order
+        live += nbytes
+        peak = max(peak, live)
+    return peak
+
+
+def _cpu_memory_events(prof) -> list[tuple[int, int]]:
+    """(time_ns, signed bytes) of every CPU allocator event the profiler saw.
+
+    Read from the raw kineto results: prof.events() attributes allocations to the enclosing op
+    and loses their order within it, which is exactly what the peak depends on.
+    """
+    cpu = torch._C._autograd.DeviceType.CPU
+    return [
+        (e.start_ns(), e.nbytes())
+        for e in prof.profiler.kineto_results.events()
+        if e.name() == "[memory]" and e.device_type() == cpu
+    ]
+
+
+def _cpu_peak_bytes(fn: Callable[[], object]) -> int:
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        fn()  # the result is dropped inside the window: its free is recorded too
+    return peak_live_bytes(_cpu_memory_events(prof))
+
+
+def _cuda_peak_bytes(fn: Callable[[], object], device: torch.device) -> tuple[int, int]:
+    """(peak above what was live before the call, peak in total) from the caching allocator."""
+    torch.cuda.synchronize(device)
+    torch.cuda.reset_peak_memory_stats(device)
+    before = torch.cuda.memory_allocated(device)
+    fn()
+    torch.cuda.synchronize(device)
+    total = torch.cuda.max_memory_allocated(device)
+    return total - before, total
+
+
+def _time_ms(fn: Callable[[], object], device: torch.device, warmup: int, repeats: int) -> list[float]:
+    """Wall time of each of `repeats` calls after `warmup` calls, in ms."""
+    for _ in range(warmup):
+        fn()
+    if device.type != "cuda":
+        times = []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            fn()
+            times.append((time.perf_counter() - t0) * 1e3)
+        return times
+    torch.cuda.synchronize(device)
+    times = []
+    for _ in range(repeats):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    return times
+
+
+def _quantiles(times: Sequence[float]) -> dict:
+    t = torch.tensor(times, dtype=torch.float64)
+    p10, p50, p90 = torch.quantile(t, torch.tensor([0.1, 0.5, 0.9], dtype=torch.float64)).tolist()
+    return {"time_ms_median": p50, "time_ms_p10": p10, "time_ms_p90": p90, "time_ms_min": min(times)}
+
+
+# --- methods ----------------------------------------------------------------------------------
+
+
+class _Skip(Exception):
+    """An entry that cannot run here; its message becomes the row's status."""
+
+
+def _triton_call(q, k, v, causal: bool) -> Callable[[], object]:
+    if q.device.type != "cuda":
+        raise _Skip("triton needs a CUDA device")
+    try:  # lazily: the module (and triton) may be missing, and bench must work without them
+        from attn_core.flash_triton import flash_attention, flash_available
+    except ImportError as exc:
+        raise _Skip(f"triton kernel unavailable ({exc})") from None
+    ok, reason = flash_available(q.device)
+    if not ok:
+        raise _Skip(f"triton kernel unavailable ({reason})")
+    scale = 1.0 / math.sqrt(q.shape[-1])
+    return lambda: flash_attention(q, k, v, causal=causal, scale=scale, temperature=1.0)
+
+
+def _make_call(method: str, q, k, v, config: BenchConfig) -> tuple[Callable[[], object], int]:
+    """(a no-argument call computing `method`, bytes of its extra inputs such as a mask)."""
+    c = config.causal
+    if method == "naive":
+        return (lambda: naive_attention(q, k, v)), 0
+    if method == "naive_masked":
+        mask = causal_mask(q.shape[-2], device=q.device)  # (n, n) bool, broadcast over B, H
+        return (lambda: naive_attention(q, k, v, mask)), mask.numel() * mask.element_size()
+    if method == "tiled":
+        bq, bk = config.block_q, config.block_k
+        return (lambda: tiled_attention(q, k, v, causal=c, block_q=bq, block_k=bk)), 0
+    if method == "sdpa":
+        return (lambda: F.scaled_dot_product_attention(q, k, v, is_causal=c)), 0
+    return _triton_call(q, k, v, c), 0
+
+
+def method_is_causal(method: str, causal: bool) -> bool:
+    """What a row computes: naive is never causal, naive_masked always, the rest follow `causal`."""
+    return {"naive": False, "naive_masked": True}.get(method, causal)
+
+
+def estimated_bytes(method: str, config: BenchConfig, n: int) -> int:
+    """Working memory the budget is checked against: the naive methods' score copies, else 0."""
+    scores = config.batch * config.heads * n * n * softmax_dtype(DTYPES[config.dtype]).itemsize
+    return SCORE_COPIES.get(method, 0) * scores
+
+
+# --- one entry, one run -----------------------------------------------------------------------
+
+
+def _inputs(config: BenchConfig, n: int) -> tuple[torch.Tensor, ...]:
+    """q, k, v (B, H, n, d) from `seed` alone: the same n gives the same inputs in any run."""
+    gen = torch.Generator().manual_seed(config.seed)
+    shape = (config.batch, config.heads, n, config.d)
+    return tuple(
+        torch.randn(shape, generator=gen).to(device=config.device, dtype=DTYPES[config.dtype]) for _ in range(3)
+    )
+
+
+def _base_row(config: BenchConfig, method: str, n: int, input_bytes: int) -> dict:
+    row = dict.fromkeys(ROW_FIELDS)
+    tiled = method == "tiled"
+    row.update(
+        method=method,
+        device=config.device,
+        dtype=config.dtype,
+        n=n,
+        d=config.d,
+        heads=config.heads,
+        batch=config.batch,
+        causal=method_is_causal(method, config.causal),
+        block_q=config.block_q if tiled else None,
+        block_k=config.block_k if tiled else None,
+        repeats=config.repeats,
+        input_bytes=input_bytes,
+        theory_scores_bytes=config.batch * config.heads * n * n * DTYPES[config.dtype].itemsize,
+    )
+    return row
+
+
+def _measure(row: dict, fn: Callable[[], object], config: BenchConfig) -> None:
+    device = torch.device(config.device)
+    row.update(_quantiles(_time_ms(fn, device, config.warmup, config.repeats)))
+    if device.type == "cuda":
+        row["peak_mem_bytes"], row["peak_mem_total_bytes"] = _cuda_peak_bytes(fn, device)
+    else:
+        row["peak_mem_bytes"] = _cpu_peak_bytes(fn)
+        row["peak_mem_total_bytes"] = row["peak_mem_bytes"] + row["input_bytes"]
+    flops = attention_flops(config.batch, config.heads, row["n"], config.d, row["causal"])
+    row["tflops"] = flops / (row["time_ms_median"] * 1e-3) / 1e12
+    row["status"] = "ok"
+
+
+def _entry(config: BenchConfig, method: str, qkv: tuple[torch.Tensor, ...]) -> dict:
+    n = qkv[0].shape[-2]
+    row = _base_row(config, method, n, sum(x.numel() * x.element_size() for x in qkv))
+    need, budget = estimated_bytes(method, config, n), config.memory_budget_mb * 2**20
+    if need > budget:
+        row["status"] = (
+            f"skipped: {method} holds ~{SCORE_COPIES[method]} score copies = {need / 2**20:.0f} MiB "
+            f"> memory budget {config.memory_budget_mb:g} MiB"
+        )
+        return row
+    try:
+        fn, extra = _make_call(method, *qkv, config)
+        row["input_bytes"] += extra
+        with torch.no_grad():
+            _measure(row, fn, config)
+    except _Skip as exc:
+        row["status"] = f"skipped: {exc}"
+    # out of memory (RuntimeError/MemoryError) or a kernel rejecting this shape or dtype (ValueError)
+    except (RuntimeError, MemoryError, ValueError) as exc:
+        row["status"] = f"error: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        if config.device.startswith("cuda"):
+            torch.cuda.empty_cache()
+    return row
+
+
+def run_benchmark(config: BenchConfig, progress: Progress | None = None) -> list[dict]:
+    """One row (keys ROW_FIELDS) per (n, method), in that order; never raises for one entry.
+
+    progress(done, total, label) is called before each entry, label naming it, and once at the end
+    with done == total: enough to drive a progress bar.
+    """
+    rows, total = [], len(config.ns) * len(config.methods)
+    with memory_budget(config.memory_budget_mb):  # the library's own guard agrees with the skips
+        for n in config.ns:
+            qkv = _inputs(config, n)
+            for method in config.methods:
+                if progress is not None:
+                    progress(len(rows), total, f"{method} n={n}")
+                rows.append(_entry(config, method, qkv))
+            del qkv  # free this n's inputs before the next, larger ones
+    if progress is not None:
+        progress(total, total, "done")
+    return rows
+
+
+# --- context and output -----------------------------------------------------------------------
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def hardware_info(device: str = "cpu") -> dict:
+    """Where the numbers come from: machine, versions and the name of `device`."""
+    dev = torch.device(device)
+    cuda = torch.cuda.get_device_name(dev if dev.type == "cuda" else 0) if torch.cuda.is_available() else None
+    cpu = _cpu_model()
+    return {
+        "device": device,
+        "device_name": cuda if dev.type == "cuda" else cpu,
+        "cpu_model": cpu,
+        "cpu_count": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "cuda_device_name": cuda,
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+    }
+
+
+def _header(config: BenchConfig, command: str) -> dict:
+    return {
+        **hardware_info(config.device),
+        "date": datetime.date.today().isoformat(),
+        "command": command,
+        "config": json.dumps(asdict(config)),
+    }
+
+
+def write_csv(path: str, rows: Sequence[dict], header: dict) -> None:
+    """Rows as CSV after `# key: value` lines; read with pandas.read_csv(path, comment="#")."""
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        for key, value in header.items():
+            f.write(f"# {key}: {value}\n")
+        writer = csv.DictWriter(f, fieldnames=ROW_FIELDS)
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def write_json(path: str, rows: Sequence[dict], header: dict) -> None:
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump({"header": header, "rows": list(rows)}, f, indent=1)
+
+
+def _fmt(value, digits: int) -> str:
+    return "" if value is None else f"{value:.{digits}f}"
+
+
+def markdown_table(rows: Sequence[dict]) -> str:
+    """The figures a reader compares: time, memory (measured and theoretical), TFLOP/s, status."""
+    lines = [
+        "| method | n | causal | median ms | p10 ms | p90 ms | peak MiB | scores MiB (theory) | TFLOP/s | status |",
+        "|---|---:|---|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for r in rows:
+        mib = None if r["peak_mem_bytes"] is None else r["peak_mem_bytes"] / 2**20
+        name = r["method"] if r["block_q"] is None else f"{r['method']} ({r['block_q']}x{r['block_k']})"
+        lines.append(
+            f"| {name} | {r['n']} | {r['causal']} | {_fmt(r['time_ms_median'], 1)} | {_fmt(r['time_ms_p10'], 1)} "
+            f"| {_fmt(r['time_ms_p90'], 1)} | {_fmt(mib, 1)} | {r['theory_scores_bytes'] / 2**20:.1f} "
+            f"| {_fmt(r['tflops'], 3)} | {r['status']} |"
+        )
+    return "\n".join(lines)
+
+
+# --- command line -----------------------------------------------------------------------------
+
+
+def _stderr_progress(done: int, total: int, label: str) -> None:
+    """A text bar on stderr; one line per step when stderr is not a terminal (logs, CI)."""
+    width = 30
+    bar = "#" * (width * done // total) + "." * (width - width * done // total)
+    end = "\r" if sys.stderr.isatty() and done < total else "\n"
+    print(f"[{bar}] {done}/{total} {label:<24}", end=end, file=sys.stderr, flush=True)
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m attn_core.bench", description=__doc__.splitlines()[0])
+    dflt = BenchConfig()
+    p.add_argument("--device", default=dflt.device, help="cpu, cuda or cuda:N")
+    p.add_argument("--n", type=int, nargs="+", default=list(dflt.ns), help="sequence lengths")
+    p.add_argument("--d", type=int, default=dflt.d, help="head dimension")
+    p.add_argument("--heads", type=int, default=dflt.heads)
+    p.add_argument("--batch", type=int, default=dflt.batch)
+    p.add_argument("--dtype", choices=sorted(DTYPES), default=dflt.dtype)
+    p.add_argument("--causal", action="store_true", help="causal tiled/sdpa/triton")
+    p.add_argument("--methods", nargs="+", choices=METHODS, help="default: all that run on the device")
+    p.add_argument("--repeats", type=int, default=dflt.repeats, help="timed calls per entry")
+    p.add_argument("--warmup", type=int, default=dflt.warmup, help="untimed calls before them")
+    p.add_argument(
+        "--memory-budget-mb",
+        type=float,
+        default=dflt.memory_budget_mb,
+        help="skip naive entries whose score copies exceed this",
+    )
+    p.add_argument("--block-q", type=int, default=dflt.block_q, help="tiled query block")
+    p.add_argument("--block-k", type=int, default=dflt.block_k, help="tiled key block")
+    p.add_argument("--seed", type=int, default=dflt.seed)
+    p.add_argument("--csv", metavar="PATH", help="write the rows as CSV")
+    p.add_argument("--json", metavar="PATH", help="write the rows and the header as JSON")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        config = BenchConfig(
+            device=args.device,
+            ns=tuple(args.n),
+            d=args.d,
+            heads=args.heads,
+            batch=args.batch,
+            dtype=args.dtype,
+            causal=args.causal,
+            methods=args.methods,
+            repeats=args.repeats,
+            warmup=args.warmup,
+            memory_budget_mb=args.memory_budget_mb,
+            block_q=args.block_q,
+            block_k=args.block_k,
+            seed=args.seed,
+        )
+    except ValueError as exc:
+        _parser().error(str(exc))
+    rows = run_benchmark(config, None if args.no_progress else _stderr_progress)
+    argv_list = sys.argv[1:] if argv is None else list(argv)
+    header = _header(config, shlex.join(["python", "-m", "attn_core.bench", *argv_list]))
+    if args.csv:
+        write_csv(args.csv, rows, header)
+    if args.json:
+        write_json(args.json, rows, header)
+    print(markdown_table(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

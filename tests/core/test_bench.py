@@ -1,0 +1,235 @@
+"""The benchmark harness: rows, statuses, real CPU memory measurements, the budget, the CLI.
+
+Memory thresholds come from theory with margins (the measurements are real, not formulas);
+no test looks at wall-clock time beyond "positive".
+"""
+
+import csv
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import attn_core.bench as bench
+from attn_core.bench import (
+    ROW_FIELDS,
+    BenchConfig,
+    attention_flops,
+    hardware_info,
+    markdown_table,
+    peak_live_bytes,
+    run_benchmark,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+CPU_METHODS = ("naive", "naive_masked", "tiled", "sdpa")
+
+
+def small(**overrides) -> BenchConfig:
+    """A config that runs in well under a second."""
+    kwargs = dict(ns=(64, 128), d=16, heads=2, repeats=2, warmup=1, block_q=32, block_k=32)
+    return BenchConfig(**{**kwargs, **overrides})
+
+
+@pytest.fixture(scope="module")
+def small_rows():
+    return run_benchmark(small())
+
+
+def test_one_ok_row_per_method_and_n(small_rows):
+    assert [(r["n"], r["method"]) for r in small_rows] == [(n, m) for n in (64, 128) for m in CPU_METHODS]
+    for r in small_rows:
+        assert set(r) == set(ROW_FIELDS)
+        assert r["status"] == "ok", r
+        assert 0 < r["time_ms_min"] <= r["time_ms_p10"] <= r["time_ms_median"] <= r["time_ms_p90"]
+        assert r["tflops"] > 0
+        assert r["peak_mem_bytes"] > 0
+        assert r["peak_mem_total_bytes"] == r["peak_mem_bytes"] + r["input_bytes"]
+        assert r["theory_scores_bytes"] == 2 * r["n"] ** 2 * 4
+
+
+def test_causal_field_says_what_each_row_computed():
+    rows = run_benchmark(small(ns=(64,), causal=True, repeats=1))
+    assert {r["method"]: r["causal"] for r in rows} == {
+        "naive": False,
+        "naive_masked": True,
+        "tiled": True,
+        "sdpa": True,
+    }
+    tiled = next(r for r in rows if r["method"] == "tiled")
+    assert (tiled["block_q"], tiled["block_k"]) == (32, 32)
+    # the mask is an input of naive_masked: q, k, v (3 x 2*64*16*4 bytes) plus 64*64 bools
+    masked = next(r for r in rows if r["method"] == "naive_masked")
+    assert masked["input_bytes"] == 3 * 2 * 64 * 16 * 4 + 64 * 64
+
+
+def test_progress_callback_counts_every_entry():
+    calls = []
+    run_benchmark(small(ns=(64,), repeats=1), progress=lambda *a: calls.append(a))
+    assert [done for done, _, _ in calls] == [0, 1, 2, 3, 4]
+    assert all(total == 4 for _, total, _ in calls)
+    assert calls[0][2] == "naive n=64" and calls[-1][2] == "done"
+
+
+def test_cpu_peak_memory_naive_quadratic_tiled_small():
+    """Naive holds 3 score copies (B*H*n*n*4 bytes each); tiled holds (n, d) arrays and tiles."""
+    b, h, d, blk = 1, 2, 32, 64
+    rows = run_benchmark(
+        BenchConfig(
+            ns=(256, 512),
+            d=d,
+            heads=h,
+            batch=b,
+            methods=("naive", "tiled"),
+            repeats=1,
+            warmup=0,
+            block_q=blk,
+            block_k=blk,
+        )
+    )
+    peak = {(r["method"], r["n"]): r["peak_mem_bytes"] for r in rows}
+    scores = {n: b * h * n * n * 4 for n in (256, 512)}
+    for n in (256, 512):
+        assert 2 * scores[n] <= peak["naive", n] <= 4 * scores[n]  # 3 copies, with margins
+    assert peak["naive", 512] > 3 * peak["naive", 256]  # 4x in theory
+    # tiled: scaled q, output blocks, their concatenation (b*h*n*d*4 each) and a few tiles
+    n = 512
+    tiled_bound = 4 * b * h * n * d * 4 + 4 * b * h * blk * blk * 4
+    assert 0 < peak["tiled", n] <= tiled_bound
+    assert peak["tiled", n] < peak["naive", n] / 4
+
+
+def test_budget_skips_naive_and_runs_the_rest():
+    # naive at n=128, H=2 needs 3 * 2*128*128*4 B = 384 KiB; naive_masked 512 KiB
+    rows = run_benchmark(small(ns=(128,), repeats=1, memory_budget_mb=0.25))
+    status = {r["method"]: r["status"] for r in rows}
+    assert status["naive"].startswith("skipped: naive holds ~3 score copies")
+    assert status["naive_masked"].startswith("skipped:")
+    assert status["tiled"] == status["sdpa"] == "ok"
+    skipped = next(r for r in rows if r["method"] == "naive")
+    assert skipped["time_ms_median"] is None and skipped["peak_mem_bytes"] is None
+
+
+def test_an_entry_that_raises_becomes_an_error_row(monkeypatch):
+    def out_of_memory(*args, **kwargs):
+        raise RuntimeError("DefaultCPUAllocator: not enough memory\nsecond line")
+
+    monkeypatch.setattr(bench, "tiled_attention", out_of_memory)
+    rows = run_benchmark(small(ns=(64,), repeats=1))
+    status = {r["method"]: r["status"] for r in rows}
+    assert status["tiled"] == "error: RuntimeError: DefaultCPUAllocator: not enough memory"
+    assert status["naive"] == status["sdpa"] == "ok"
+
+
+def test_triton_on_cpu_is_skipped_not_imported():
+    rows = run_benchmark(small(ns=(64,), methods=("triton", "sdpa"), repeats=1))
+    assert rows[0]["status"] == "skipped: triton needs a CUDA device"
+    assert rows[1]["status"] == "ok"
+
+
+def test_flops_halved_when_causal():
+    assert attention_flops(1, 1, 4, 2, False) == 4 * 16 * 2
+    assert attention_flops(2, 3, 4, 2, True) == 2 * 3 * 4 * 16 * 2 // 2
+
+
+def test_peak_live_bytes_orders_events_by_time():
+    # out of order on purpose: +10 @0, +5 @1, -10 @2, +20 @3 -> live 10, 15, 5, 25
+    assert peak_live_bytes([(3, 20), (0, 10), (2, -10), (1, 5)]) == 25
+    assert peak_live_bytes([]) == 0
+    assert peak_live_bytes([(0, -8)]) == 0  # freeing memory held before the window
+
+
+@given(st.lists(st.integers(0, 10**6), max_size=20))
+def test_peak_of_allocate_then_free_everything_is_the_total(sizes):
+    allocs = [(t, s) for t, s in enumerate(sizes)]
+    frees = [(len(sizes) + t, -s) for t, s in enumerate(sizes)]
+    assert peak_live_bytes(frees + allocs) == sum(sizes)
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("device", "tpu"),
+        ("ns", ()),
+        ("ns", (64, 0)),
+        ("ns", "64"),
+        ("d", 0),
+        ("heads", -1),
+        ("batch", 1.5),
+        ("dtype", "float8"),
+        ("causal", "yes"),
+        ("methods", ("naive", "fast")),
+        ("methods", ()),
+        ("repeats", 0),
+        ("warmup", -1),
+        ("memory_budget_mb", 0),
+        ("block_q", 0),
+        ("block_k", True),
+        ("seed", -1),
+    ],
+)
+def test_bad_config_names_the_field(field, value):
+    with pytest.raises(ValueError, match=field):
+        BenchConfig(**{field: value})
+
+
+def test_config_defaults_and_normalisation():
+    config = BenchConfig(ns=[64], methods=["sdpa"])
+    assert config.ns == (64,) and config.methods == ("sdpa",)
+    assert BenchConfig().methods == CPU_METHODS  # no triton on the CPU
+
+
+def test_hardware_info_and_markdown(small_rows):
+    info = hardware_info()
+    for key in ("device_name", "cpu_count", "torch", "python", "platform", "cuda_device_name"):
+        assert key in info
+    table = markdown_table(small_rows).splitlines()
+    assert len(table) == 2 + len(small_rows)
+    assert table[2].startswith("| naive | 64 |")
+
+
+def test_cli_writes_csv_and_json(tmp_path):
+    out_csv, out_json = tmp_path / "tmp.csv", tmp_path / "tmp.json"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    cmd = [
+        sys.executable,
+        "-m",
+        "attn_core.bench",
+        "--n",
+        "64",
+        "128",
+        "--heads",
+        "2",
+        "--d",
+        "16",
+        "--repeats",
+        "1",
+        "--csv",
+        str(out_csv),
+        "--json",
+        str(out_json),
+    ]
+    done = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "8/8 done" in done.stderr  # the progress bar
+    lines = out_csv.read_text().splitlines()
+    header = [line for line in lines if line.startswith("# ")]
+    assert any(line.startswith("# torch: ") for line in header)
+    assert any(line.startswith("# command: python -m attn_core.bench --n 64 128") for line in header)
+    rows = list(csv.DictReader(line for line in lines if not line.startswith("#")))
+    assert tuple(rows[0]) == ROW_FIELDS
+    assert [r["method"] for r in rows] == list(CPU_METHODS) * 2
+    assert all(r["status"] == "ok" for r in rows)
+    assert len(json.loads(out_json.read_text())["rows"]) == 8
+
+
+def test_cli_rejects_bad_config():
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    cmd = [sys.executable, "-m", "attn_core.bench", "--n", "0"]
+    done = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 2 and "ns must be an integer >= 1" in done.stderr
