@@ -5,7 +5,7 @@ from streamlit.testing.v1 import AppTest
 
 @pytest.fixture
 def open_page():
-    """open_page("pages/x.py") -> an AppTest that has rendered that page through the real router."""
+    """open_page("views/x.py") -> an AppTest that has rendered that page through the real router."""
 
     def _open(path: str, **session) -> AppTest:
         at = AppTest.from_file(APP, default_timeout=120)

@@ -2,7 +2,7 @@ import math
 
 from app_helpers import assert_clean, metric
 
-PAGE = "pages/sqrt_dk.py"
+PAGE = "views/sqrt_dk.py"
 
 
 def test_renders_at_defaults_with_formula_and_charts(open_page):

@@ -1,4 +1,5 @@
 """A real `streamlit run app.py` server on a free loopback port, and headless Debian Chromium."""
+
 import os
 import pathlib
 import shutil
@@ -20,7 +21,6 @@ CHROMIUM_ARGS = [
     "--no-first-run",
     "--disable-dev-shm-usage",
 ]
-SCREENSHOTS = ROOT / "artifacts" / "screenshots"  # git-ignored
 
 
 def _free_port() -> int:
@@ -32,8 +32,19 @@ def _free_port() -> int:
 @pytest.fixture(scope="session")
 def server():
     port = _free_port()
-    cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-           "--server.port", str(port), "--server.address", "127.0.0.1"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        "app.py",
+        "--server.headless",
+        "true",
+        "--server.port",
+        str(port),
+        "--server.address",
+        "127.0.0.1",
+    ]
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
@@ -70,21 +81,8 @@ def browser():
 
 @pytest.fixture
 def page(browser):
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    # Streamlit scrolls inside its own container, so only a tall window shows a whole page.
+    context = browser.new_context(viewport={"width": 1400, "height": 2600})
     p = context.new_page()
     yield p
     context.close()
-
-
-def wait_for_app(page, timeout_ms: int = 60_000) -> None:
-    """Wait until the page's script has run to its end: a heading is drawn and no run is in progress."""
-    page.wait_for_selector('[data-testid="stMainBlockContainer"] [data-testid="stHeading"]', timeout=timeout_ms)
-    page.wait_for_function(
-        """() => {
-            const app = document.querySelector('[data-testid="stApp"]');
-            return app && app.dataset.testScriptState !== 'running'
-                && !document.querySelector('[data-testid="stStatusWidget"]');
-        }""",
-        timeout=timeout_ms,
-    )
-    page.wait_for_timeout(800)  # let Vega finish drawing before a screenshot

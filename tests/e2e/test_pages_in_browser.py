@@ -1,7 +1,7 @@
 import pathlib
 
 import pytest
-from conftest import SCREENSHOTS, wait_for_app
+from browser_helpers import SCREENSHOTS, wait_for_app
 
 from ui.registry import PAGES
 

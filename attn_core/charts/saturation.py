@@ -1,0 +1,193 @@
+"""Charts for "Softmax saturation and temperature".
+
+Every encoding is an explicit channel object (alt.X, alt.Tooltip ...): Altair turns a bare string or dict
+into one through a slow schema round trip. The current d_k and T are Vega-Lite parameters, so a page can cache
+a chart's spec and move its marker with set_param instead of rebuilding the chart.
+"""
+
+from __future__ import annotations
+
+import math
+
+import altair as alt
+import pandas as pd
+
+from attn_core.charts.common import HEIGHT, color_scale
+
+SERIES = ["unscaled", "scaled"]
+STATS = ["mean over rows", "median row"]  # drawn solid and dashed
+NOW = "#7570b3"  # the current value of a control, on every chart of the page
+D_K_PARAM, T_PARAM = "d_k_now", "t_now"  # Vega-Lite parameters: the current d_k and T
+
+
+def _series_color() -> alt.Color:
+    legend = alt.Legend(title="logits", labelExpr="datum.label == 'scaled' ? 'q·k / √d_k' : 'q·k'")
+    return alt.Color("series:N", scale=color_scale(SERIES), legend=legend)
+
+
+def _decades(values: pd.Series) -> list[float]:
+    """Ticks at the powers of ten spanning `values`, so a log axis gets one grid line per decade."""
+    lo, hi = math.floor(math.log10(values[values > 0].min())), math.ceil(math.log10(values.max()))
+    return [10.0**k for k in range(lo, hi + 1)]
+
+
+def _d_k_axis() -> alt.X:
+    return alt.X("d_k:Q", scale=alt.Scale(type="log", base=2), title="d_k (log scale)", axis=alt.Axis(tickCount=11))
+
+
+def _marker(param: str, value: float):
+    """A dotted vertical line at a control's current value, bound to the Vega-Lite parameter `param`.
+
+    The value lives in the spec's params, so set_param moves the line in a cached spec without a rebuild.
+    """
+    now = alt.param(name=param, value=value)
+    rule = alt.Chart(pd.DataFrame({"marker": [0]})).mark_rule(color=NOW, strokeDash=[2, 2])
+    return rule.encode(x=alt.X(datum=alt.ExprRef(param), type="quantitative")).add_params(now)
+
+
+def set_param(spec: dict, param: str, value: float) -> dict:
+    """Set a parameter (D_K_PARAM or T_PARAM) of a chart spec built here, in place; returns the spec."""
+    for entry in spec.get("params", []):
+        if entry["name"] == param:
+            entry["value"] = value
+            return spec
+    raise ValueError(f"spec has no {param!r} parameter; its chart was not built with that marker")
+
+
+def _ceiling(value: float, label: str, *, side: str = "left"):
+    """A dashed horizontal line labelled at its left or right end, e.g. the entropy log(n) of uniform weights."""
+    base = alt.Chart(pd.DataFrame({"y": [value], "label": [label]}))
+    y = alt.Y("y:Q")
+    line = base.mark_rule(color="#444", strokeDash=[5, 3]).encode(y=y)
+    x = 4 if side == "left" else alt.expr("width - 4")
+    text = base.mark_text(align=side, baseline="bottom", x=x, dy=-2, color="#444").encode(y=y, text=alt.Text("label:N"))
+    return line + text
+
+
+def jacobian_vs_d_k(df: pd.DataFrame, d_k: int):
+    """Mean (solid) and median (dashed) Frobenius norm of the softmax Jacobian against d_k, log-log.
+
+    The current d_k is marked; the dash pattern is named in the title (a strokeDash legend beside the points
+    would draw no symbol).
+    """
+    long = df.melt(
+        id_vars=["d_k", "series"], value_vars=["jacobian_norm", "jacobian_median"], var_name="stat", value_name="norm"
+    )
+    long["stat"] = long["stat"].map(dict(zip(["jacobian_norm", "jacobian_median"], STATS, strict=True)))
+    x = _d_k_axis()
+    lines = (
+        alt.Chart(long)
+        .mark_line(point=True)
+        .encode(
+            x=x,
+            y=alt.Y(
+                "norm:Q",
+                scale=alt.Scale(type="log"),
+                axis=alt.Axis(format=".0e", values=_decades(long.norm)),
+                title="‖J‖_F of the softmax Jacobian (log scale)",
+            ),
+            color=_series_color(),
+            strokeDash=alt.StrokeDash("stat:N", scale=alt.Scale(domain=STATS, range=[[1, 0], [5, 3]]), legend=None),
+            tooltip=[
+                alt.Tooltip("d_k:Q"),
+                alt.Tooltip("series:N"),
+                alt.Tooltip("stat:N"),
+                alt.Tooltip("norm:Q", title="‖J‖_F", format=".3e"),
+            ],
+        )
+    )
+    title = "‖J‖_F, mean (solid) and median (dashed)"
+    return (lines + _marker(D_K_PARAM, d_k)).properties(title=title, height=HEIGHT + 60)
+
+
+def measure_vs_d_k(df: pd.DataFrame, d_k: int, *, column: str, title: str, y_title: str, ceiling=None):
+    """One saturation measure (mean over rows) against d_k, unscaled against scaled, the current d_k marked.
+
+    ceiling: optional (value, label) drawn as a dashed horizontal line, labelled at its right end.
+    """
+    x = _d_k_axis()
+    lines = (
+        alt.Chart(df)
+        .mark_line(point=True)
+        .encode(
+            x=x,
+            y=alt.Y(f"{column}:Q", title=y_title),
+            color=_series_color(),
+            tooltip=[alt.Tooltip("d_k:Q"), alt.Tooltip("series:N"), alt.Tooltip(f"{column}:Q", format=".4f")],
+        )
+    )
+    layers = lines + _marker(D_K_PARAM, d_k)
+    if ceiling is not None:
+        layers += _ceiling(*ceiling, side="right")
+    return layers.properties(title=title, height=HEIGHT)
+
+
+def row_bars(row: pd.DataFrame, series: str, temperature: float):
+    """One query's weights at temperature T, keys sorted by logit, with the uniform weight 1/n dashed."""
+    r = row[row.series == series]
+    bars = (
+        alt.Chart(r)
+        .mark_bar(color=color_scale(SERIES).range[SERIES.index(series)])
+        .encode(
+            x=alt.X(
+                "rank:O", title="key, sorted by logit (largest first)", axis=alt.Axis(labelAngle=0, labelOverlap=True)
+            ),
+            y=alt.Y("weight:Q", title=f"weight p_i at T = {temperature:g}", scale=alt.Scale(domain=[0, 1])),
+            tooltip=[
+                alt.Tooltip("rank:O", title="rank"),
+                alt.Tooltip("logit:Q", format=".3f"),
+                alt.Tooltip("weight:Q", format=".4g"),
+            ],
+        )
+    )
+    uniform = 1 / len(r)
+    return (bars + _ceiling(uniform, f"uniform 1/n = {uniform:.3g}", side="right")).properties(
+        title=f"One query's weights at T = {temperature:g}", height=HEIGHT
+    )
+
+
+def entropy_vs_temperature(curve: pd.DataFrame, ceiling: float, temperature: float):
+    """Entropy of one row against T on a log axis, both logit scales, the log(n) ceiling, the current T marked.
+
+    The current T is the parameter T_PARAM: the rule and the points (the curve's rows at that T, which must
+    be one of curve.temperature) follow set_param, so the chart is built once per curve.
+    """
+    x = alt.X(
+        "temperature:Q",
+        scale=alt.Scale(type="log"),
+        axis=alt.Axis(values=_decades(curve.temperature), format="~g"),
+        title="temperature T (log scale)",
+    )
+    y = alt.Y("entropy:Q", title="entropy H(p) in nats", scale=alt.Scale(domain=[0, ceiling * 1.1]))
+    tooltip = [
+        alt.Tooltip("series:N"),
+        alt.Tooltip("temperature:Q", title="T", format=".3g"),
+        alt.Tooltip("entropy:Q", format=".4f"),
+    ]
+    lines = alt.Chart(curve).mark_line().encode(x=x, y=y, color=_series_color(), tooltip=tooltip)
+    points = (
+        alt.Chart(curve)
+        .transform_filter(f"datum.temperature == {T_PARAM}")
+        .mark_point(filled=True, size=90, stroke="#222", opacity=1)
+        .encode(x=x, y=y, color=_series_color(), tooltip=tooltip)
+    )
+    layers = lines + _marker(T_PARAM, temperature) + points + _ceiling(ceiling, "log n (uniform)")
+    return layers.properties(title="Entropy against T: 0 (argmax) → log n", height=HEIGHT)
+
+
+def jacobian_table(cells: pd.DataFrame, limit: float):
+    """The Jacobian diag(p) − p pᵀ as a pandas Styler: rows i, columns j, cells tinted on a diverging scale.
+
+    The tint is fixed to ±limit for every example, so a saturated Jacobian reads as a blank table.
+    A Styler rather than an Altair heatmap: three of them render in a fraction of one chart's time.
+    """
+    matrix = cells.pivot(index="i", columns="j", values="value")  # (n, n)
+    matrix.index.name, matrix.columns.name = "∂p_i/∂z_j", None
+
+    def tint(value: float) -> str:
+        alpha = min(abs(value) / limit, 1.0)
+        rgb = "202, 0, 32" if value > 0 else "5, 113, 176"  # the ends of Vega's redblue scheme
+        ink = "white" if alpha > 0.5 else "#222"
+        return f"background-color: rgba({rgb}, {alpha:.3f}); color: {ink}"
+
+    return matrix.style.map(tint).format("{:.2e}")

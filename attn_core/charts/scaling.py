@@ -1,0 +1,123 @@
+"""Charts for "Memory and time scaling": time and peak memory against n, with guide lines.
+
+Channels are typed objects (alt.Detail(...), not "field:N") and layers few: a shorthand string costs
+altair a schema lookup of ~10 ms, and every layer is validated again when the chart is drawn.
+"""
+
+from __future__ import annotations
+
+import math
+
+import altair as alt
+import pandas as pd
+
+from attn_core.charts.common import HEIGHT
+from attn_core.tables.scaling import METHOD_LABELS
+
+# One colour per method on every chart (colour-blind-safe Dark2), whatever subset is shown.
+METHOD_COLORS = {
+    "naive": "#d95f02",
+    "naive_masked": "#e7298a",
+    "tiled": "#1b9e77",
+    "sdpa": "#7570b3",
+    "triton": "#66a61e",
+}
+GUIDE_COLOR = "#8c8c8c"
+THEORY_COLOR = "#222222"
+THEORY = "theory"  # the `guide` name of the score-matrix line among the reference lines
+
+
+def _series(method: str, slope: float | None) -> str:
+    label = METHOD_LABELS.get(method, method)
+    return label if slope is None or math.isnan(slope) else f"{label}: {slope:.2f}"
+
+
+def scaling_chart(
+    pts: pd.DataFrame,
+    guides: pd.DataFrame,
+    *,
+    value: str,
+    y_title: str,
+    title: str,
+    slopes: dict[str, float],
+    log: bool = True,
+    band: tuple[str, str] | None = None,
+    theory: pd.DataFrame | None = None,
+    theory_label: str = "",
+):
+    """One quantity against n: a line per (method, run), guide lines, optional p10-p90 rules and theory line.
+
+    pts: source, method, n and the `value` column; guides: guide, n, value; theory: n, value;
+    slopes: method -> slope, written into the legend. Live runs solid, recorded ones dashed.
+    """
+    methods = [m for m in METHOD_COLORS if m in set(pts.method)]
+    color = alt.Color(
+        "series:N",
+        title="method: fitted slope",
+        scale=alt.Scale(domain=[_series(m, slopes.get(m)) for m in methods], range=[METHOD_COLORS[m] for m in methods]),
+        legend=alt.Legend(orient="bottom", columns=2, labelLimit=240),
+    )
+    sources = list(dict.fromkeys(pts.source))
+    dash = alt.StrokeDash(  # a legend only when runs are compared; on top, where it never runs off the side
+        "source:N",
+        title="run",
+        scale=alt.Scale(domain=sources),
+        legend=alt.Legend(orient="top", symbolType="stroke", symbolStrokeWidth=2) if len(sources) > 1 else None,
+    )
+    ticks = alt.Axis(values=sorted({int(n) for n in pts.n}), format="d") if log else alt.Axis(format="d")  # measured n
+    x = alt.X(
+        "n:Q",
+        axis=ticks,
+        scale=alt.Scale(type="log", base=2) if log else alt.Scale(type="linear"),
+        title="sequence length n" + (" (log)" if log else ""),
+    )
+    y_scale = alt.Scale(type="log") if log else alt.Scale(zero=True)
+    axis_title = y_title + (" (log)" if log else "")  # short: a y title longer than the plot hides the chart title
+
+    def ys(field: str) -> alt.Y:  # every layer on one y scale, under one title
+        return alt.Y(f"{field}:Q", scale=y_scale, title=axis_title)
+
+    tooltip = [alt.Tooltip("source:N"), alt.Tooltip("method:N"), alt.Tooltip("n:Q")]
+    tooltip += [alt.Tooltip(f"{c}:Q", format=".3g") for c in (value, *(band or ()))]
+    ink = alt.Color("ink:N", scale=None)  # reference colours are in the data: no scale shared with the methods
+    chart = alt.Chart().encode(x=x)
+    # One data source whose rows each fill only their layer's y column: Vega-Lite drops a mark whose y is
+    # null, so no filter transform is needed (altair sanitises each DataFrame and copies each transform:
+    # tens of ms per chart otherwise).
+    layers = [
+        chart.mark_line(strokeWidth=1.3, strokeDash=[4, 3]).encode(
+            y=ys("ref"), detail=alt.Detail("guide:N"), color=ink
+        ),
+        chart.mark_text(align="left", dx=4, dy=-8, fontSize=11).encode(
+            y=ys("ref_left"), text=alt.Text("guide:N"), color=ink
+        ),
+        # dots in their own layer: a line with point=True would draw the run legend as dots, not dashes
+        chart.mark_line(strokeWidth=2).encode(y=ys(value), color=color, strokeDash=dash, detail=alt.Detail("source:N")),
+        chart.mark_point(filled=True, size=50, opacity=1).encode(y=ys(value), color=color, tooltip=tooltip),
+    ]
+    if theory is not None and not theory.empty:
+        text = chart.mark_text(align="right", dx=-2, dy=-7, fontSize=11)
+        layers.insert(2, text.encode(y=ys("ref_right"), text=alt.Text("guide:N"), color=ink))
+    if band is not None:
+        layers.append(chart.mark_rule(opacity=0.6).encode(y=ys(band[0]), y2=alt.Y2(f"{band[1]}:Q"), color=color))
+    series = [_series(m, slopes.get(m)) for m in pts.method]
+    data = pd.concat([pts.assign(series=series), _references(guides, theory, theory_label)], ignore_index=True)
+    # Legends below keep the plot wide in a narrow column; Streamlit fits legends and title into `height`,
+    # hence the extra room. Title and height go to the constructor: .properties() validates them again.
+    return alt.layer(*layers, data=data, title=title, height=HEIGHT + 150 + (50 if len(sources) > 1 else 0))
+
+
+def _references(guides: pd.DataFrame, theory: pd.DataFrame | None, label: str) -> pd.DataFrame:
+    """Rows of the grey guide lines and the dark theory line (y in `ref`) and of their names (y in
+    `ref_left` for the guides, at their left end where they part; `ref_right` for the theory line)."""
+    parts = [guides[["guide", "n", "value"]]]
+    if theory is not None and not theory.empty:
+        parts.append(theory[["n", "value"]].assign(guide=THEORY))
+    refs = pd.concat(parts, ignore_index=True).rename(columns={"value": "ref"})
+    refs = refs.assign(ink=[THEORY_COLOR if g == THEORY else GUIDE_COLOR for g in refs.guide])
+    left = refs[refs.guide != THEORY].sort_values("n").groupby("guide", sort=False).head(1)
+    right = refs[refs.guide == THEORY].tail(1).assign(guide=label)
+    return pd.concat(
+        [refs, left.rename(columns={"ref": "ref_left"}), right.rename(columns={"ref": "ref_right"})],
+        ignore_index=True,
+    )

@@ -1,0 +1,159 @@
+"""Tables for "Permutation equivariance": the weights A, A' and P A P^T, and the error of each variant.
+
+Self-attention on tokens X (n, d) drawn from the seed, with random projections from the same seed:
+
+    Q = X' W_q,  K = X' W_k,  V = X' W_v,  X' = X (+ PE if positions are encoded)
+    Attention(X) = softmax(Q K^T / sqrt(d) (+ causal mask)) V
+
+Permuting the tokens, P X = X[perm], gives Attention(P X) = P Attention(X) exactly in real arithmetic:
+W acts on features and P on tokens, so (P X) W = P (X W), and softmax(P S P^T) = P softmax(S) P^T.
+A causal mask or PE is tied to positions, not tokens, and breaks the identity.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import torch
+
+from attn_core.masks import causal_mask
+from attn_core.naive import naive_attention
+from attn_core.positional import sinusoidal_encoding
+from attn_core.symmetry import make_permutation, parse_permutation, permutation_matrix
+
+PERMUTATION_CHOICES = ("random", "reverse", "cyclic", "typed")
+PRECISIONS = {"float64": torch.float64, "float32": torch.float32}
+# (label, causal, positional): every way the two symmetry breakers can be combined
+VARIANTS = (
+    ("plain", False, False),
+    ("causal mask", True, False),
+    ("positional encoding", False, True),
+    ("causal + positional", True, True),
+)
+# How many ulps of max|V| a re-ordered sum may cost per term, with headroom; see `tolerance`.
+ULPS_PER_TERM = 4
+# Exactly-zero errors have no place on a log axis: they are drawn here, below any rounding error of max|V| ~ 1.
+LOG_FLOOR = 1e-20
+
+
+def choose_permutation(kind: str, n: int, seed: int, shift: int = 1, text: str = "") -> tuple[int, ...]:
+    """The permutation a page asks for, as a plain tuple: random (from the seed), reverse, cyclic or typed.
+
+    A typed permutation is parsed strictly by `parse_permutation`, which raises ValueError on anything else.
+    """
+    if kind == "typed":
+        if len(text) > 8 * n + 8:  # keeps the error message short; parse_permutation checks the rest
+            raise ValueError(f"perm text is too long for n={n}: expected {n} comma-separated integers")
+        return tuple(parse_permutation(text, n).tolist())
+    if kind not in PERMUTATION_CHOICES:
+        raise ValueError(f"kind must be one of {PERMUTATION_CHOICES}, got {kind!r}")
+    # seed + 1: the shuffle is drawn independently of the tokens, which use `seed`
+    return tuple(make_permutation(kind, n, seed=seed + 1, shift=shift).tolist())
+
+
+def tolerance(n: int, d: int, precision: str, max_abs_v: float) -> float:
+    """The largest error re-ordered floating-point sums can explain: ULPS_PER_TERM (n + d) eps max|V|.
+
+    Permuting the tokens changes the order of two kinds of sums: the n terms of each softmax
+    denominator and each output row sum_j a_ij v_j, and the d terms of each projection and logit
+    (BLAS may block rows differently at different positions). Re-ordering a sum of m terms moves its
+    rounding by at most about m ulps, and every output is a convex combination of rows of V, so it is
+    measured in units of eps * max|V|.
+    """
+    eps = torch.finfo(PRECISIONS[precision]).eps
+    return ULPS_PER_TERM * (n + d) * eps * max_abs_v
+
+
+def _tokens_and_projections(n: int, d: int, seed: int, dtype: torch.dtype):
+    """X (n, d) ~ N(0, 1) and W_q, W_k, W_v (d, d) ~ N(0, 1/d), drawn in fp64 so both precisions see one draw."""
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, d, generator=gen, dtype=torch.float64)
+    w = torch.randn(3, d, d, generator=gen, dtype=torch.float64) / math.sqrt(d)
+    return x.to(dtype), w.to(dtype)
+
+
+def self_attention(x: torch.Tensor, w: torch.Tensor, mask: torch.Tensor | None, pe: torch.Tensor | None):
+    """(output (n, d), weights (n, n)) of X' = X (+ PE) with Q, K, V = X' W_q, X' W_k, X' W_v."""
+    if pe is not None:
+        x = x + pe  # PE belongs to positions 0..n-1, whichever token sits there
+    q, k, v = x @ w[0], x @ w[1], x @ w[2]  # (n, d) each
+    return naive_attention(q, k, v, mask)
+
+
+def _compare(x, w, perm: tuple[int, ...], mask, pe):
+    """Weights of X and of P X, and the error max |Attention(P X) - P Attention(X)|."""
+    index = torch.tensor(perm)
+    out, a = self_attention(x, w, mask, pe)
+    out_p, a_p = self_attention(x[index], w, mask, pe)  # P X = X[perm]
+    return a, a_p, float((out_p - out[index]).abs().max())
+
+
+def _setup(n: int, d: int, perm: tuple[int, ...], seed: int, precision: str):
+    """Tokens, projections, max|V| (the scale of every output), the causal mask and the PE for one run."""
+    if len(perm) != n:
+        raise ValueError(f"perm must have n={n} entries, got {len(perm)}")
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {tuple(PRECISIONS)}, got {precision!r}")
+    x, w = _tokens_and_projections(n, d, seed, PRECISIONS[precision])
+    max_abs_v = float((x @ w[2]).abs().max())  # PE-free, so every variant shares one tolerance
+    return x, w, max_abs_v, causal_mask(n), sinusoidal_encoding(n, d).to(x.dtype)
+
+
+def weights_views(n: int, d: int, perm: tuple[int, ...], causal: bool, positional: bool, seed: int, precision: str):
+    """The three weight matrices side by side, and the equivariance error of this variant.
+
+    Returns (df, summary): df has one row per cell of A, A' and P A P^T with columns matrix, query,
+    key, weight, query_token, key_token (the original token sitting at that position); summary maps
+    error, tolerance, max_abs_v, eps, ulps (error in units of eps max|V|), weights_gap
+    (max |A' - P A P^T|), weights_tolerance and equivariant (error <= tolerance).
+    """
+    x, w, max_abs_v, mask, pe = _setup(n, d, perm, seed, precision)
+    a, a_p, error = _compare(x, w, perm, mask if causal else None, pe if positional else None)
+    p = permutation_matrix(perm, dtype=a.dtype)
+    pap = p @ a @ p.T  # exact: each entry is one weight times 1 plus zeros
+    rows, cols = (i.flatten() for i in torch.meshgrid(torch.arange(n), torch.arange(n), indexing="ij"))
+    shuffled = torch.tensor(perm)
+    frames = []
+    for name, m, token in (("A", a, torch.arange(n)), ("A′", a_p, shuffled), ("P A Pᵀ", pap, shuffled)):
+        cells = {"query": rows.numpy(), "key": cols.numpy(), "weight": m.double().flatten().numpy()}
+        tokens = {"query_token": token[rows].numpy(), "key_token": token[cols].numpy()}  # who sits at i and j
+        frames.append(pd.DataFrame({"matrix": name} | cells | tokens))
+    eps = torch.finfo(PRECISIONS[precision]).eps
+    summary = {
+        "error": error,
+        "tolerance": tolerance(n, d, precision, max_abs_v),
+        "max_abs_v": max_abs_v,
+        "eps": eps,
+        "ulps": error / (eps * max_abs_v),
+        "weights_gap": float((a_p - pap).abs().max()),
+        "weights_tolerance": tolerance(n, d, precision, 1.0),  # weights are at most 1
+    }
+    summary["equivariant"] = error <= summary["tolerance"]
+    return pd.concat(frames, ignore_index=True), summary
+
+
+def variant_errors(n: int, d: int, perm: tuple[int, ...], seed: int, precision: str) -> pd.DataFrame:
+    """max |Attention(P X) - P Attention(X)| for plain, causal, positional and both, ready for a log axis.
+
+    Columns: variant, causal, positional, error, shown (error clipped to LOG_FLOOR), exact_zero,
+    tolerance, verdict ("equivariant"/"broken").
+    """
+    x, w, max_abs_v, mask, pe = _setup(n, d, perm, seed, precision)
+    tol = tolerance(n, d, precision, max_abs_v)
+    rows = []
+    for label, causal, positional in VARIANTS:
+        _, _, error = _compare(x, w, perm, mask if causal else None, pe if positional else None)
+        rows.append(
+            {
+                "variant": label,
+                "causal": causal,
+                "positional": positional,
+                "error": error,
+                "shown": max(error, LOG_FLOOR),
+                "exact_zero": error == 0.0,
+                "tolerance": tol,
+                "verdict": "equivariant" if error <= tol else "broken",
+            }
+        )
+    return pd.DataFrame(rows)

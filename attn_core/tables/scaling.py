@@ -1,0 +1,356 @@
+"""Tables for "Memory and time scaling": benchmark rows, log-log slopes, guide lines, recorded runs.
+
+Every measurement comes from attn_core.bench (run_benchmark); this module only lays the rows out,
+fits slopes to them and reads the recorded CSVs in benchmarks/.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import datetime
+import io
+import json
+import math
+import shlex
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+
+from attn_core.bench import METHODS, ROW_FIELDS, BenchConfig, Progress, default_methods, hardware_info, run_benchmark
+from attn_core.budget import budget_bytes
+
+N_MIN = 128
+MAX_N_OPTIONS = tuple(2**i for i in range(9, 14))  # 512 .. 8192
+FIT_POINTS = 3  # slopes are fitted to the largest n, where fixed overheads matter least
+REPEATS, WARMUP = 3, 1  # few repeats: the page answers in about a second at its defaults
+METHOD_LABELS = {
+    "naive": "naive",
+    "naive_masked": "naive + causal mask",
+    "tiled": "tiled (online softmax)",
+    "sdpa": "torch SDPA",
+    "triton": "Triton flash kernel",
+}
+MIB = 2**20
+BUDGET_STEPS_MIB = (16, 64, 256, 1024, 4096)
+
+
+def live_device() -> str:
+    """Where the page measures: the GPU when there is one (then the Triton kernel runs too), else the CPU."""
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def shown_by_default(device: str) -> tuple[str, ...]:
+    """naive, tiled, SDPA, and the Triton kernel on a GPU; naive + causal mask only on request."""
+    return tuple(m for m in default_methods(device) if m != "naive_masked")
+
+
+def method_options() -> tuple[str, ...]:
+    """Every harness method: one that cannot run here comes back as a skipped row with the reason."""
+    return METHODS
+
+
+def budget_options() -> tuple[float, ...]:
+    """Naive memory budgets a page may offer: the steps up to the library's own budget (attn_core.budget),
+    which a shared classroom host sets low; that budget itself when it lies below every step."""
+    limit = budget_bytes() / MIB
+    return tuple(b for b in BUDGET_STEPS_MIB if b <= limit) or (limit,)
+
+
+def sizes(max_n: int) -> tuple[int, ...]:
+    """Powers of two from N_MIN up to max_n: 128, 256, ..., max_n."""
+    if isinstance(max_n, bool) or not isinstance(max_n, int) or max_n < N_MIN:
+        raise ValueError(f"max_n must be an integer >= {N_MIN}, got {max_n!r}")
+    return tuple(2**i for i in range(int(math.log2(N_MIN)), int(math.log2(max_n)) + 1))
+
+
+def live_config(methods, max_n, d, heads, causal, block, budget_mb, seed, device="cpu") -> BenchConfig:
+    """The BenchConfig of one live run of the page (BenchConfig validates every field)."""
+    return BenchConfig(
+        device=device,
+        ns=sizes(max_n),
+        d=d,
+        heads=heads,
+        causal=causal,
+        methods=tuple(methods),
+        repeats=REPEATS,
+        warmup=WARMUP,
+        memory_budget_mb=float(budget_mb),
+        block_q=block,
+        block_k=block,
+        seed=seed,
+    )
+
+
+def run_method(
+    method, max_n, d, heads, causal, block, budget_mb, seed, device="cpu", progress: Progress | None = None
+) -> pd.DataFrame:
+    """One method of the live run at every n, as a DataFrame with the harness's ROW_FIELDS columns.
+
+    One method per call so that a page can cache each method apart: hiding one costs nothing.
+    """
+    config = live_config([method], max_n, d, heads, causal, block, budget_mb, seed, device)
+    return pd.DataFrame(run_benchmark(config, progress), columns=list(ROW_FIELDS))
+
+
+def points(rows: pd.DataFrame, source: str) -> pd.DataFrame:
+    """The measured entries in chart form: source, method, n, time_ms (p10..p90), peak_mib, scores_mib."""
+    ok = rows[rows.status == "ok"]
+    return pd.DataFrame(
+        {
+            "source": source,
+            "method": ok.method.to_numpy(),
+            "n": ok.n.astype(int).to_numpy(),
+            "time_ms": ok.time_ms_median.astype(float).to_numpy(),
+            "time_p10": ok.time_ms_p10.astype(float).to_numpy(),
+            "time_p90": ok.time_ms_p90.astype(float).to_numpy(),
+            "peak_mib": ok.peak_mem_bytes.astype(float).to_numpy() / MIB,
+            "scores_mib": ok.theory_scores_bytes.astype(float).to_numpy() / MIB,
+        }
+    )
+
+
+def not_measured(rows: pd.DataFrame) -> pd.DataFrame:
+    """Entries the harness skipped (over the memory budget, no GPU) or that failed, with the reason."""
+    bad = rows[rows.status != "ok"]
+    return pd.DataFrame({"method": bad.method.map(METHOD_LABELS), "n": bad.n, "reason": bad.status}).reset_index(
+        drop=True
+    )
+
+
+def results_table(rows: pd.DataFrame) -> pd.DataFrame:
+    """Time, measured peak memory beside one n x n score matrix, and their ratio, per entry."""
+    peak = rows.peak_mem_bytes.astype(float) / MIB
+    scores = rows.theory_scores_bytes.astype(float) / MIB
+    return pd.DataFrame(
+        {
+            "method": rows.method.map(METHOD_LABELS),
+            "n": rows.n,
+            "causal": rows.causal.astype(bool),
+            "median ms": rows.time_ms_median.astype(float),
+            "p10–p90 ms": [_span(a, b) for a, b in zip(rows.time_ms_p10, rows.time_ms_p90, strict=True)],
+            "peak MiB": peak,
+            "n×n scores MiB (theory)": scores,
+            "peak ÷ scores": peak / scores,
+            "status": rows.status,
+        }
+    ).reset_index(drop=True)
+
+
+def describe(config: BenchConfig) -> str:
+    """One line that says what a live run measured, so a screenshot explains itself."""
+    return (
+        f"n = {config.ns[0]} … {config.ns[-1]}, d = {config.d}, H = {config.heads}, batch {config.batch}, "
+        f"{config.dtype}, tile b = {config.block_q}, {'causal' if config.causal else 'not causal'}, "
+        f"naive budget {config.memory_budget_mb:g} MiB, seed {config.seed}, on {config.device}"
+    )
+
+
+def _span(lo, hi) -> str:
+    return "" if pd.isna(lo) else f"{lo:.2f}–{hi:.2f}"
+
+
+# --- slopes and guide lines -----------------------------------------------------------------
+
+
+def loglog_slope(n, y) -> float:
+    """Least-squares slope p of log y = p log n + c: y ~ n^p."""
+    n, y = np.asarray(n, dtype=float), np.asarray(y, dtype=float)
+    if n.shape != y.shape or n.ndim != 1 or len(n) < 2:
+        raise ValueError(f"n and y must be 1-d of one length >= 2, got shapes {n.shape} and {y.shape}")
+    if not (np.all(n > 0) and np.all(y > 0) and np.all(np.isfinite(y))):
+        raise ValueError("n and y must be finite and > 0 to fit a log-log slope")
+    if len(np.unique(n)) < 2:
+        raise ValueError("n must hold at least two distinct values to fit a slope")
+    return float(np.polyfit(np.log(n), np.log(y), 1)[0])
+
+
+def slopes(pts: pd.DataFrame, last: int = FIT_POINTS) -> pd.DataFrame:
+    """Per (source, method): log-log slopes of time and peak memory over the `last` largest n.
+
+    Columns: source, method, time_slope, memory_slope, fit_from, fit_to (NaN slopes below 2 points).
+    """
+    if isinstance(last, bool) or not isinstance(last, int) or last < 2:
+        raise ValueError(f"last must be an integer >= 2, got {last!r}")
+    rows = []
+    for (source, method), g in pts.groupby(["source", "method"], sort=False):
+        top = g.sort_values("n").tail(last)
+        fit = len(top) >= 2
+        rows.append(
+            {
+                "source": source,
+                "method": method,
+                "time_slope": loglog_slope(top.n, top.time_ms) if fit else math.nan,
+                "memory_slope": loglog_slope(top.n, top.peak_mib) if fit else math.nan,
+                "fit_from": int(top.n.min()),
+                "fit_to": int(top.n.max()),
+            }
+        )
+    cols = ["source", "method", "time_slope", "memory_slope", "fit_from", "fit_to"]
+    return pd.DataFrame(rows, columns=cols)
+
+
+def slope_summary(slope_df: pd.DataFrame, short: dict[str, str] | None = None) -> pd.DataFrame:
+    """One row per method, one column per (quantity, source): the slope table a reader compares.
+
+    `short` renames sources in the column names, e.g. {"live run on this machine (cpu)": "live"}.
+    """
+    if slope_df.empty:
+        return pd.DataFrame()
+    wide = slope_df.pivot_table(
+        index="method", columns="source", values=["time_slope", "memory_slope"], sort=False, dropna=False
+    )
+    short = short or {}
+    wide.columns = [f"{'time' if q == 'time_slope' else 'memory'} · {short.get(s, s)}" for q, s in wide.columns]
+    wide = wide[sorted(wide.columns, key=lambda c: (not c.startswith("time"), c))]
+    order = [m for m in METHOD_LABELS if m in wide.index]
+    return wide.loc[order].rename(index=METHOD_LABELS)
+
+
+def guide_lines(pts: pd.DataFrame, column: str, anchor_source: str = "live") -> pd.DataFrame:
+    """O(n^2) and O(n) reference lines through the lowest `column` value at the anchor's largest n.
+
+    Drawn over every n in pts; columns guide, n, value. Empty when the anchor source has no points.
+    """
+    anchor = pts[pts.source == anchor_source]
+    if anchor.empty:
+        return pd.DataFrame(columns=["guide", "n", "value"])
+    n0 = anchor.n.max()
+    y0 = anchor.loc[anchor.n == n0, column].min()
+    ns = np.geomspace(pts.n.min(), pts.n.max(), 24)
+    frames = [
+        pd.DataFrame({"guide": name, "n": ns, "value": y0 * (ns / n0) ** power})
+        for name, power in (("O(n²)", 2), ("O(n)", 1))
+    ]
+    return pd.concat(frames, ignore_index=True)
+
+
+def score_matrix_line(pts: pd.DataFrame, source: str = "live") -> pd.DataFrame:
+    """The theoretical bytes of one n x n score matrix (B*H*n^2*itemsize) at the measured n: n, value."""
+    s = pts[pts.source == source].drop_duplicates("n").sort_values("n")
+    return pd.DataFrame({"n": s.n.to_numpy(), "value": s.scores_mib.to_numpy()})
+
+
+# --- recorded runs and the download ---------------------------------------------------------
+
+
+def recorded_files(folder) -> tuple[tuple[str, float], ...]:
+    """(path, modification time) of every CSV in `folder`, sorted: a cache key that sees new files."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return ()
+    return tuple((str(p), p.stat().st_mtime) for p in sorted(folder.glob("*.csv")))
+
+
+def read_recorded(path) -> tuple[dict, pd.DataFrame]:
+    """(header, rows) of a CSV written by attn_core.bench: `# key: value` lines, then the rows."""
+    header = {}
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            if not line.startswith("#"):
+                break
+            key, _, value = line[1:].partition(":")
+            header[key.strip()] = value.strip()
+    rows = pd.read_csv(path, comment="#")
+    missing = {"method", "n", "status", "time_ms_median", "peak_mem_bytes"} - set(rows.columns)
+    if missing:
+        raise ValueError(f"{path} is not a benchmark CSV: missing columns {sorted(missing)}")
+    return header, rows
+
+
+def recorded_label(header: dict, rows: pd.DataFrame, path) -> str:
+    """Device and date of a recorded run, e.g. "AMD EPYC (cpu), 2026-11-21"; the file name if unknown."""
+    device = header.get("device") or (str(rows.device.iloc[0]) if "device" in rows and len(rows) else "")
+    name = header.get("device_name") or ""
+    date = header.get("date") or "undated"
+    where = f"{name} ({device})" if name and device else name or device or Path(path).stem
+    return f"{where}, {date}"
+
+
+def recorded_setup(rows: pd.DataFrame) -> str:
+    """The sizes a recorded run used, e.g. "d=64, heads=4, batch=1, dtype=float32, tile b=512"."""
+    if rows.empty:
+        return ""
+    first = rows.iloc[0]
+    parts = [f"{c}={first[c]}" for c in ("d", "heads", "batch", "dtype") if c in rows]
+    blocks = rows.block_q.dropna() if "block_q" in rows else ()
+    return ", ".join(parts + ([f"tile b={int(blocks.iloc[0])}"] if len(blocks) else []))
+
+
+def is_gpu(header: dict, rows: pd.DataFrame) -> bool:
+    device = header.get("device") or (str(rows.device.iloc[0]) if "device" in rows and len(rows) else "")
+    return device.startswith("cuda")
+
+
+def bench_command(config: BenchConfig, csv_path: str | None = None) -> str:
+    """The `python -m attn_core.bench` command line that repeats `config`."""
+    args = ["python", "-m", "attn_core.bench", "--device", config.device, "--n", *map(str, config.ns)]
+    args += ["--d", str(config.d), "--heads", str(config.heads), "--batch", str(config.batch)]
+    args += ["--dtype", config.dtype] + (["--causal"] if config.causal else [])
+    args += ["--methods", *config.methods, "--repeats", str(config.repeats), "--warmup", str(config.warmup)]
+    args += ["--memory-budget-mb", f"{config.memory_budget_mb:g}", "--block-q", str(config.block_q)]
+    args += ["--block-k", str(config.block_k), "--seed", str(config.seed)]
+    return shlex.join(args + (["--csv", csv_path] if csv_path else []))
+
+
+def results_csv(rows: pd.DataFrame, config: BenchConfig) -> str:
+    """The live rows in attn_core.bench's CSV format (header lines, then ROW_FIELDS): drop it in benchmarks/."""
+    header = {
+        **hardware_info(config.device),
+        "date": datetime.date.today().isoformat(),
+        "command": bench_command(config),
+        "config": json.dumps(dataclasses.asdict(config)),
+    }
+    out = io.StringIO()
+    for key, value in header.items():
+        out.write(f"# {key}: {value}\n")
+    clean = rows[list(ROW_FIELDS)].astype(object).where(rows[list(ROW_FIELDS)].notna(), None)
+    writer = csv.DictWriter(out, fieldnames=ROW_FIELDS, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(clean.to_dict("records"))
+    return out.getvalue()
+
+
+def recorded_runs(files: tuple[tuple[str, float], ...]) -> list[dict]:
+    """Every recorded CSV as {path, label, setup, gpu, header, rows}, or {path, error} if unreadable.
+
+    Labels are unique: two runs on one device and date are told apart by their file names.
+    """
+    runs = []
+    for path, _mtime in files:
+        try:
+            header, rows = read_recorded(path)
+        except (ValueError, OSError, pd.errors.ParserError) as err:
+            runs.append({"path": path, "error": str(err)})
+            continue
+        label = recorded_label(header, rows, path)
+        runs.append(
+            {"path": path, "label": label, "setup": recorded_setup(rows), "gpu": is_gpu(header, rows)}
+            | {"header": header, "rows": rows}
+        )
+    labels = [r.get("label") for r in runs]
+    for r in runs:
+        if "label" in r and labels.count(r["label"]) > 1:
+            r["label"] += f" · {Path(r['path']).name}"
+    return runs
+
+
+def recorded_listing(runs: list[dict]) -> pd.DataFrame:
+    """One row per readable recorded run: its label, sizes, torch version and the command that made it."""
+    return pd.DataFrame(
+        {
+            "run": [r["label"] for r in runs],
+            "setup": [r["setup"] for r in runs],
+            "torch": [r["header"].get("torch", "") for r in runs],
+            "command": [r["header"].get("command", "") for r in runs],
+        }
+    )
+
+
+def legend_slopes(slope_df: pd.DataFrame, column: str, prefer: str) -> dict[str, float]:
+    """method -> slope in `column`, from the `prefer` source where it has one, else the first other."""
+    ordered = pd.concat([slope_df[slope_df.source == prefer], slope_df[slope_df.source != prefer]])
+    first = ordered.drop_duplicates("method")
+    return dict(zip(first.method, first[column].astype(float), strict=True))

@@ -1,0 +1,113 @@
+import pytest
+from app_helpers import assert_clean, metric
+
+PAGE = "views/equivariance.py"
+ERROR = "equivariance error"  # the metric: max |Attention(PX) − P·Attention(X)|
+
+
+def verdict(at) -> str:
+    """The verdict box: a success when equivariant, an info box (after the predict-first one) when broken."""
+    boxes = [s.value for s in at.success] + [i.value for i in at.info if "Predict first" not in i.value]
+    assert len(boxes) == 1, boxes
+    return boxes[0]
+
+
+def shown_permutation(at) -> tuple[int, ...]:
+    """The permutation the page says it uses, read back from its caption "π = (2, 0, 1): ..."."""
+    caption = next(c.value for c in at.caption if c.value.startswith("π = ("))
+    return tuple(int(i) for i in caption[len("π = (") : caption.index(")")].split(","))
+
+
+def test_renders_at_defaults_with_formula_charts_and_a_verdict(open_page):
+    at = open_page(PAGE)
+    assert_clean(at)
+    assert not at.warning
+    assert len(at.get("vega_lite_chart")) == 4  # the variants' bars and three heatmaps
+    assert any("P\\,\\mathrm{Attention}(X)" in latex.value for latex in at.latex)
+    assert at.expander  # the predict-first answer is folded away
+    assert "Equivariant up to float rounding" in verdict(at)
+    assert 0 < float(metric(at, ERROR)) <= float(metric(at, "rounding tolerance")) < 1e-12  # fp64
+
+
+@pytest.mark.parametrize(
+    ("causal", "positional"), [(True, False), (False, True), (True, True)], ids=["causal", "positional", "both"]
+)
+def test_a_mask_or_positions_break_the_verdict(open_page, causal, positional):
+    at = open_page(PAGE)
+    at.toggle(key="causal").set_value(causal).run()
+    at.toggle(key="positional").set_value(positional).run()
+    assert_clean(at)
+    assert verdict(at).startswith("**Broken**")
+    assert float(metric(at, ERROR)) > 1e-3  # the size of the outputs, not of rounding
+    at.toggle(key="causal").set_value(False).run()
+    at.toggle(key="positional").set_value(False).run()
+    assert "Equivariant up to float rounding" in verdict(at)
+
+
+def test_identity_permutations_give_exactly_zero_even_with_a_mask(open_page):
+    at = open_page(PAGE)
+    at.selectbox(key="perm_kind").set_value("typed").run()
+    at.text_input(key="perm_text").set_value("0, 1, 2, 3, 4, 5, 6, 7").run()
+    at.toggle(key="causal").set_value(True).run()
+    assert_clean(at)
+    assert not at.warning
+    assert float(metric(at, ERROR)) == 0.0
+    assert "Equivariant, exactly" in verdict(at) and "identity" in verdict(at)
+    at.selectbox(key="perm_kind").set_value("cyclic").run()
+    at.number_input(key="shift").set_value(8).run()  # a full turn of n = 8 tokens
+    assert float(metric(at, ERROR)) == 0.0 and "Equivariant, exactly" in verdict(at)
+
+
+@pytest.mark.parametrize("text", ["1,1,0", "abc", "0,1,2,3,4,5,6,7,8", "0,1,2", "", "7 6 5 4 3 2 1 0"], ids=repr)
+def test_a_malformed_typed_permutation_warns_and_the_page_keeps_working(open_page, text):
+    at = open_page(PAGE)
+    at.selectbox(key="perm_kind").set_value("typed").run()
+    at.text_input(key="perm_text").set_value(text).run()
+    assert_clean(at)
+    assert len(at.warning) == 1
+    assert "Expected each of 0..7 exactly once" in at.warning[0].value and "7,6,5,4,3,2,1,0" in at.warning[0].value
+    assert len(at.get("vega_lite_chart")) == 4  # the views still draw, with the identity
+    assert shown_permutation(at) == tuple(range(8))
+    at.text_input(key="perm_text").set_value("7,6,5,4,3,2,1,0").run()
+    assert not at.warning and "Equivariant up to float rounding" in verdict(at)
+
+
+def test_every_control_changes_and_the_page_follows(open_page):
+    at = open_page(PAGE)
+    random8 = shown_permutation(at)
+    assert sorted(random8) == list(range(8)) and random8 != tuple(range(8))
+    at.slider(key="n").set_value(12).run()
+    assert sorted(shown_permutation(at)) == list(range(12))
+    tol_n12 = float(metric(at, "rounding tolerance"))
+    at.select_slider(key="d").set_value(64).run()
+    assert float(metric(at, "rounding tolerance")) > tol_n12  # the tolerance grows with the d-term sums
+    at.selectbox(key="perm_kind").set_value("reverse").run()
+    assert shown_permutation(at) == tuple(range(11, -1, -1))
+    at.selectbox(key="perm_kind").set_value("cyclic").run()
+    at.number_input(key="shift").set_value(3).run()
+    assert shown_permutation(at) == (3, 4, 5, 6, 7, 8, 9, 10, 11, 0, 1, 2)
+    tol64 = float(metric(at, "rounding tolerance"))
+    at.radio(key="precision").set_value("float32").run()
+    assert_clean(at)
+    # eps grows 2^29 from float64 to float32; max|V| changes only by fp32 rounding of the same draw
+    assert float(metric(at, "rounding tolerance")) / tol64 == pytest.approx(2.0**29, rel=0.01)  # metrics show 3 digits
+    assert "Equivariant up to float rounding" in verdict(at)
+    at.slider(key="n").set_value(8).run()
+    at.selectbox(key="perm_kind").set_value("random").run()
+    assert shown_permutation(at) == random8
+    at.session_state["seed"] = 7  # the sidebar's seed (AppTest drops sidebar nodes after switch_page)
+    at.run()
+    assert_clean(at)
+    assert shown_permutation(at) != random8
+
+
+@pytest.mark.parametrize(("n", "d"), [(2, 2), (32, 64)])
+def test_the_ends_of_the_ranges_render_cleanly(open_page, n, d):
+    at = open_page(PAGE)
+    at.slider(key="n").set_value(n).run()
+    at.select_slider(key="d").set_value(d).run()
+    at.toggle(key="positional").set_value(True).run()
+    at.radio(key="precision").set_value("float32").run()
+    assert_clean(at)
+    assert verdict(at).startswith("**Broken**")  # even two tokens, or fp32's wide tolerance, cannot hide the positions
+    assert len(at.get("vega_lite_chart")) == 4

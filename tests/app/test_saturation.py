@@ -1,0 +1,106 @@
+import json
+import math
+
+from app_helpers import assert_clean
+
+from attn_core.stats import random_logits, saturation_summary
+from attn_core.tables import saturation as tables
+
+PAGE = "views/saturation.py"
+
+
+def metrics(at, label: str) -> list[float]:
+    """Every metric with this label, as numbers, in page order (sections 1, 2, 3)."""
+    return [float(m.value) for m in at.metric if m.label == label]
+
+
+def test_renders_at_defaults_with_formulas_charts_and_tables(open_page):
+    at = open_page(PAGE)
+    assert_clean(at)
+    assert not at.warning, [w.value for w in at.warning]
+    assert len(at.get("vega_lite_chart")) == 5
+    assert len(at.dataframe) == 7  # 3 weight tables, 3 Jacobians, the comparison with the notes
+    latex = " ".join(x.value for x in at.latex)
+    assert r"\delta_{ij}" in latex and "e^{z_i/T}" in latex
+    assert at.expander  # the predict-first answer is folded away
+    # the answer quotes the computed gradient of the saturated example, e^-20 / (1 + ...) = 2.061e-09
+    answer = " ".join(m.value for m in at.expander[0].markdown)
+    assert "2.061e-09" in answer
+    # the saturated example's Frobenius norm: four entries of size ~e^-20
+    assert metrics(at, "‖J‖_F")[1] == float(f"{2 * math.exp(-20):.2e}")
+
+
+def test_high_temperature_reaches_log_n_and_low_temperature_the_argmax(open_page):
+    at = open_page(PAGE)
+    at.select_slider(key="sat_n_keys").set_value(8).run()
+    at.select_slider(key="sat_temperature").set_value(1000.0).run()
+    assert_clean(at)
+    n, t = 8, 1000.0
+    entropy_chart = json.loads(at.get("vega_lite_chart")[4].proto.spec)
+    assert {"name": "t_now", "value": t} in entropy_chart["params"]  # the marker and points follow T
+    (ceiling,) = metrics(at, "ceiling log n")
+    assert ceiling == round(math.log(n), 4)
+    z = random_logits(64, 1, n, scaled=True, seed=0)[0]
+    # log n - H = KL(p || uniform) <= (max z - min z) / T; the metrics print 4 decimals (+-5e-5 each)
+    (entropy,) = metrics(at, "entropy H(p)")
+    assert 0 <= ceiling - entropy + 1e-4 <= float(z.max() - z.min()) / t + 1e-4
+
+    # at n = 16 the top two unscaled logits of this seed are 3.5 apart (at n = 8 they nearly tie)
+    n, t = 16, 0.01
+    at.select_slider(key="sat_n_keys").set_value(n).run()
+    at.radio(key="sat_scale").set_value("unscaled").run()
+    at.select_slider(key="sat_temperature").set_value(t).run()
+    assert_clean(at)
+    z = random_logits(64, 1, n, scaled=False, seed=0)[0].sort(descending=True).values
+    # 1 - max p = sum_{j>0} e^{(z_j - z_0)/T} / (...) <= eps := (n - 1) e^{-(z_0 - z_1)/T}, and then
+    # H <= h(eps) + eps log(n - 1), h the binary entropy (grouping the n - 1 small weights)
+    eps = (n - 1) * math.exp(-float(z[0] - z[1]) / t)
+    assert eps < 0.01  # the bound says something: this row is near-argmax at T = 0.01
+    h = -eps * math.log(eps) - (1 - eps) * math.log1p(-eps) if eps > 0 else 0.0
+    assert metrics(at, "largest weight")[0] >= 1 - eps - 5e-5
+    assert metrics(at, "entropy H(p)")[0] <= h + eps * math.log(n - 1) + 5e-5
+
+
+def test_large_d_k_saturates_the_unscaled_softmax_only(open_page):
+    at = open_page(PAGE)
+    at_64 = metrics(at, "largest weight, q·k")[0]
+    at.select_slider(key="sat_d_k").set_value(1024).run()
+    assert_clean(at)
+    (unscaled,) = metrics(at, "largest weight, q·k")
+    (scaled,) = metrics(at, "largest weight, q·k/√d_k")
+    # the displayed value is the library's own summary of the same rows, printed to 3 decimals
+    logits = random_logits(1024, tables.SWEEP_ROWS, 16, scaled=False, seed=0)
+    assert abs(unscaled - saturation_summary(logits)["max_weight"]) <= 5e-4
+    assert unscaled > 0.9 and unscaled > at_64 and scaled < 0.5
+    assert any(c.value.startswith("At d_k = 1024") for c in at.caption)
+    for chart in at.get("vega_lite_chart")[:3]:  # section 1's charts mark the chosen d_k
+        assert {"name": "d_k_now", "value": 1024} in json.loads(chart.proto.spec)["params"]
+    assert metrics(at, "median ‖J‖, q·k")[0] < metrics(at, "median ‖J‖, q·k/√d_k")[0] / 100
+
+
+def test_every_control_changes_and_the_page_follows(open_page):
+    at = open_page(PAGE)
+    before = metrics(at, "entropy H(p)")[0]
+    at.radio(key="sat_scale").set_value("unscaled").run()
+    assert_clean(at)
+    assert metrics(at, "entropy H(p)")[0] < before  # q·k at d_k = 64 is 8 times wider than q·k/√d_k
+
+    at.select_slider(key="sat_n_keys").set_value(4).run()
+    assert metrics(at, "ceiling log n") == [round(math.log(4), 4)]
+
+    at.text_input(key="sat_logits").set_value("3, -3").run()
+    assert_clean(at)
+    assert any(m.value == "**softmax([3, -3])**" for m in at.markdown)
+    own = [d.value for d in at.dataframe if "weight" in d.value.columns][2]  # the third example's weights
+    assert own.weight.iloc[0] == 1 / (1 + math.exp(-6))  # 0.9975, where the notes print 0.95
+    for bad in ("3, x", "1", ",".join(["1"] * 17), "1e999, 2"):
+        at.text_input(key="sat_logits").set_value(bad).run()
+        assert_clean(at)  # a friendly warning, never an exception
+        assert len(at.warning) == 1 and at.warning[0].value.startswith("Your logits: ")
+        assert len(at.get("vega_lite_chart")) == 5  # the rest of the page still draws
+
+    median_before = metrics(at, "median ‖J‖, q·k")
+    at.session_state["seed"] = 7  # the sidebar's seed (AppTest drops sidebar nodes after switch_page)
+    at.run()
+    assert_clean(at)
+    assert metrics(at, "median ‖J‖, q·k") != median_before

@@ -1,0 +1,170 @@
+import json
+import math
+
+import pytest
+from app_helpers import assert_clean
+
+from attn_core.bench import ROW_FIELDS, write_csv
+
+PAGE = "views/scaling.py"
+SUBMIT = "FormSubmitter:scaling_run-Run benchmark"
+TINY = {"max_n": 512, "d": 16, "heads": 1, "block": 32}  # n = 128, 256, 512: a few milliseconds per method
+
+
+def submit(at, **controls):
+    """Set the benchmark's form controls and press "Run benchmark"."""
+    for key, value in controls.items():
+        if key == "causal":
+            at.checkbox(key=key).set_value(value)
+        else:
+            at.select_slider(key=key).set_value(value)
+    at.button(key=SUBMIT).click().run()
+    assert_clean(at)
+    return at
+
+
+def table(at, column: str):
+    """The first st.dataframe with this column: "memory · live" (slopes), "reason" (skipped),
+    "peak ÷ scores" (all live results) or "run" (recorded runs)."""
+    for df in at.dataframe:
+        if column in df.value.columns:
+            return df.value
+    raise AssertionError(f"no table with a column {column!r}")
+
+
+def caption(at, start: str) -> str:
+    return next(c.value for c in at.caption if c.value.startswith(start))
+
+
+def x_scale(at, i: int = 0) -> str:
+    spec = json.loads(at.get("vega_lite_chart")[i].proto.spec)
+    return next(layer["encoding"]["x"]["scale"]["type"] for layer in spec["layer"])
+
+
+def recorded_rows(device: str, methods: tuple[str, ...]) -> list[dict]:
+    """A recorded run with exact exponents: time ~ n^2, memory ~ n^2 for naive and ~ n for the rest."""
+    return [
+        dict.fromkeys(ROW_FIELDS)
+        | {"method": m, "device": device, "dtype": "float32", "n": n, "d": 64, "heads": 4, "batch": 1}
+        | {"causal": False, "status": "ok", "time_ms_median": 1e-6 * n**2, "time_ms_p10": 1e-6 * n**2}
+        | {"time_ms_p90": 1e-6 * n**2, "peak_mem_bytes": 12 * n * n if m == "naive" else 64 * n}
+        | {"theory_scores_bytes": 16 * n * n}
+        for n in (512, 1024, 2048)
+        for m in methods
+    ]
+
+
+@pytest.fixture
+def recorded(tmp_path, monkeypatch):
+    """A benchmarks/ folder of the test's own: a CPU and a GPU run (as attn_core.bench writes them) and a bad file."""
+    cpu = {"device": "cpu", "device_name": "Test CPU", "date": "2026-01-01"}
+    gpu = {"device": "cuda", "device_name": "NVIDIA H100 80GB HBM3", "date": "2026-01-02", "torch": "2.13.0"}
+    write_csv(str(tmp_path / "cpu.csv"), recorded_rows("cpu", ("naive", "tiled")), cpu)
+    write_csv(str(tmp_path / "gpu.csv"), recorded_rows("cuda", ("naive", "triton")), gpu)
+    (tmp_path / "broken.csv").write_text("not,a,benchmark\n1,2,3\n")
+    monkeypatch.setenv("ATTN_BENCHMARKS_DIR", str(tmp_path))
+    return {"cpu": "Test CPU (cpu), 2026-01-01", "gpu": "NVIDIA H100 80GB HBM3 (cuda), 2026-01-02"}
+
+
+def test_renders_at_defaults_with_formula_charts_and_tables(open_page):
+    at = open_page(PAGE)
+    assert_clean(at)
+    assert len(at.get("vega_lite_chart")) == 2  # time and memory against n
+    assert any("n^2" in latex.value for latex in at.latex)
+    assert at.expander  # the predict-first answer and the full results are folded away
+    assert "n = 128 … 1024, d = 64, H = 4" in caption(at, "Live run (solid):")
+    slopes = table(at, "memory · live")
+    assert {"naive", "tiled (online softmax)", "torch SDPA"} <= set(slopes.index)
+    assert at.get("download_button")  # st.download_button (an UnknownElement to AppTest)
+    recorded = at.selectbox(key="recorded").options[1:]  # the runs in benchmarks/, if any yet
+    if not any("(cuda" in run for run in recorded):
+        assert any("No recorded GPU results yet" in info.value for info in at.info)
+
+
+def test_every_control_changes_and_the_page_follows(open_page, recorded):
+    at = open_page(PAGE, methods=["naive", "tiled"])
+    submit(at, **TINY, budget_mb=64, causal=True)
+    assert "n = 128 … 512, d = 16, H = 1" in caption(at, "Live run (solid):")
+    assert "tile b = 32, causal, naive budget 64 MiB" in caption(at, "Live run (solid):")
+    results = table(at, "peak ÷ scores")
+    # naive has no causal flag (it is always full); tiled follows the checkbox
+    assert dict(zip(results.method, results.causal, strict=True)) == {"naive": False, "tiled (online softmax)": True}
+    assert results["n×n scores MiB (theory)"].max() == 512 * 512 * 4 / 2**20  # H = 1: one 512 x 512 fp32 matrix
+
+    assert x_scale(at) == "log"
+    at.toggle(key="log_axes").set_value(False).run()
+    assert_clean(at)
+    assert x_scale(at) == "linear"
+
+    at.multiselect(key="methods").set_value(["naive"]).run()
+    assert_clean(at)
+    assert list(table(at, "memory · live").index) == ["naive"]
+
+    # on a CPU the recorded CPU run is drawn beside the live one by default, with its own slopes
+    assert at.selectbox(key="recorded").value == recorded["cpu"]
+    assert table(at, "memory · recorded").loc["naive", "memory · recorded"] == pytest.approx(2.0)
+    at.selectbox(key="recorded").set_value("none").run()
+    assert_clean(at)
+    assert all(not c.endswith("recorded") for c in table(at, "memory · live").columns)
+
+    at.session_state["seed"] = 7  # the sidebar's seed (AppTest drops sidebar nodes after switch_page)
+    at.run()
+    assert_clean(at)
+    assert "seed 7, on " in caption(at, "Live run (solid):")
+
+
+def test_naive_entries_over_the_budget_are_listed_as_skipped(open_page):
+    at = open_page(PAGE, methods=["naive", "sdpa"])
+    # naive holds 3 score copies: 3 * H * n^2 * 4 B = 48 MiB at n = 1024, H = 4, over a 16 MiB budget; 12 at 512
+    submit(at, max_n=1024, d=16, heads=4, block=32, budget_mb=16)
+    skipped = table(at, "reason")
+    assert list(zip(skipped.method, skipped.n, strict=True)) == [("naive", 1024)]
+    assert skipped.reason.iloc[0].startswith("skipped:") and "budget" in skipped.reason.iloc[0]
+    assert len(at.get("vega_lite_chart")) == 2  # the measured entries are still drawn
+
+
+def test_naive_memory_grows_with_slope_two_and_tiled_far_slower(open_page):
+    at = open_page(PAGE, methods=["naive", "tiled"])
+    submit(at, **TINY, budget_mb=64)
+    memory = table(at, "memory · live")["memory · live"]
+    # Naive's peak is 3 score copies a n^2 plus O(n) extras r(n) (row statistics, the n x d output) with
+    # 0 <= r <= eps a n^2, eps = (d + 4) / (3 n) at the smallest fitted n = 128. Each log peak then lies within
+    # log(1 + eps) above the exact line, and a least-squares slope over 3 points one octave apart moves by at
+    # most log2(1 + eps).
+    tol = math.log2(1 + (TINY["d"] + 4) / (3 * 128))
+    assert abs(memory["naive"] - 2) <= tol, (memory["naive"], tol)
+    # tiled holds n x d arrays and 32 x 32 tiles: about linear, nowhere near quadratic
+    assert memory["tiled (online softmax)"] < 1.25
+
+
+def test_no_method_chosen_asks_for_one(open_page):
+    at = open_page(PAGE, **TINY)
+    at.multiselect(key="methods").set_value([]).run()
+    assert_clean(at)
+    assert any("at least one method" in info.value for info in at.info)
+
+
+def test_recorded_runs_are_listed_labelled_and_drawn_beside_the_live_one(open_page, recorded):
+    at = open_page(PAGE, **TINY, methods=["naive", "triton"])
+    assert_clean(at)
+    assert at.selectbox(key="recorded").options == ["none", recorded["cpu"], recorded["gpu"]]
+    assert list(table(at, "run")["run"]) == [recorded["cpu"], recorded["gpu"]]
+    assert not any("No recorded GPU results" in info.value for info in at.info)
+    assert any("broken.csv could not be read" in w.value for w in at.warning)
+    # the Triton kernel cannot run on this CPU: a skipped row with the reason, and its recorded GPU line
+    assert "triton" in " ".join(table(at, "reason").reason)
+    at.selectbox(key="recorded").set_value(recorded["gpu"]).run()
+    assert_clean(at)
+    slopes = table(at, "memory · recorded")
+    assert slopes.loc["naive", "memory · recorded"] == pytest.approx(2.0)
+    assert slopes.loc["Triton flash kernel", "memory · recorded"] == pytest.approx(1.0)
+    assert recorded["gpu"] in caption(at, "Live run (solid):")
+
+
+def test_without_recorded_runs_the_page_says_how_to_record_them(open_page, tmp_path, monkeypatch):
+    monkeypatch.setenv("ATTN_BENCHMARKS_DIR", str(tmp_path))  # an empty folder
+    at = open_page(PAGE, **TINY)
+    assert_clean(at)
+    assert at.selectbox(key="recorded").options == ["none"] and at.selectbox(key="recorded").disabled
+    assert any("No recorded GPU results yet" in info.value for info in at.info)
+    assert len(at.get("vega_lite_chart")) == 2

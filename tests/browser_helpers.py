@@ -1,0 +1,19 @@
+"""Helpers for the browser tests (headless Chromium against a real streamlit server)."""
+
+import pathlib
+
+SCREENSHOTS = pathlib.Path(__file__).resolve().parents[1] / "artifacts" / "screenshots"  # git-ignored
+
+
+def wait_for_app(page, timeout_ms: int = 60_000) -> None:
+    """Wait until the page's script has run to its end: a heading is drawn and no run is in progress."""
+    page.wait_for_selector('[data-testid="stMainBlockContainer"] [data-testid="stHeading"]', timeout=timeout_ms)
+    page.wait_for_function(
+        """() => {
+            const app = document.querySelector('[data-testid="stApp"]');
+            return app && app.dataset.testScriptState !== 'running'
+                && !document.querySelector('[data-testid="stStatusWidget"]');
+        }""",
+        timeout=timeout_ms,
+    )
+    page.wait_for_timeout(800)  # let Vega finish drawing before a screenshot

@@ -1,0 +1,262 @@
+"""Tables of the scaling page: slope fits on known exponents, guide lines, recorded CSVs, the download; its charts."""
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from attn_core.bench import ROW_FIELDS, write_csv
+from attn_core.budget import memory_budget
+from attn_core.charts.scaling import scaling_chart
+from attn_core.tables import scaling as tables
+
+REPO = Path(__file__).resolve().parents[2]
+NS = (128, 256, 512, 1024, 2048)
+
+
+def synthetic_points(source: str = "live", **exponents) -> pd.DataFrame:
+    """Points whose time and memory follow c * n^p exactly, except an overhead at n = 128 (below the fit)."""
+    frames = []
+    for method, p in exponents.items():
+        n = np.array(NS, dtype=float)
+        y = 3.0 * n**p
+        y[0] *= 50  # a fixed cost that dominates the smallest n: the fit over the largest points ignores it
+        frames.append(
+            pd.DataFrame(
+                {"source": source, "method": method, "n": NS, "time_ms": y, "peak_mib": y / 7, "scores_mib": n**2}
+            )
+        )
+    return pd.concat(frames, ignore_index=True)
+
+
+def bench_row(method="naive", n=256, status="ok", **values) -> dict:
+    row = dict.fromkeys(ROW_FIELDS)
+    row.update(method=method, device="cpu", dtype="float32", n=n, d=16, heads=2, batch=1, causal=False, status=status)
+    if status == "ok":
+        row.update(time_ms_median=1.5, time_ms_p10=1.0, time_ms_p90=2.0, time_ms_min=0.9, peak_mem_bytes=3 * 2**20)
+    row.update(theory_scores_bytes=2 * n * n * 4, **values)
+    return row
+
+
+# --- sizes and slopes ----------------------------------------------------------------------
+
+
+def test_sizes_are_powers_of_two_from_128():
+    assert tables.sizes(512) == (128, 256, 512)
+    assert tables.sizes(8192)[-1] == 8192 and len(tables.sizes(8192)) == 7
+    for bad in (64, 100.0, True, "1024"):
+        with pytest.raises(ValueError, match="max_n"):
+            tables.sizes(bad)
+
+
+@given(p=st.floats(-3, 3), c=st.floats(1e-6, 1e6), k=st.integers(2, 8))
+def test_loglog_slope_recovers_a_known_exponent(p, c, k):
+    n = 2.0 ** np.arange(5, 5 + k)
+    assert tables.loglog_slope(n, c * n**p) == pytest.approx(p, abs=1e-9)
+
+
+def test_loglog_slope_is_least_squares_not_endpoints():
+    # log2 y = 0, 1, 4 at log2 n = 0, 1, 2: the least-squares line has slope 2, the first step 1
+    assert tables.loglog_slope([1, 2, 4], [1, 2, 16]) == pytest.approx(2.0)
+
+
+@pytest.mark.parametrize(
+    ("n", "y", "match"),
+    [([1], [1], "length >= 2"), ([1, 2], [1], "one length"), ([1, 2], [0, 1], "> 0"), ([2, 2], [1, 3], "distinct")],
+)
+def test_loglog_slope_rejects_what_it_cannot_fit(n, y, match):
+    with pytest.raises(ValueError, match=match):
+        tables.loglog_slope(n, y)
+
+
+def test_slopes_fit_the_largest_points_per_method():
+    fitted = tables.slopes(synthetic_points(naive=2.0, tiled=1.0))
+    by = fitted.set_index("method")
+    assert by.loc["naive", "memory_slope"] == pytest.approx(2.0)
+    assert by.loc["tiled", "time_slope"] == pytest.approx(1.0)
+    assert (by.fit_from == 512).all() and (by.fit_to == 2048).all()
+    # over every point the overhead at n = 128 drags the fit well away from the true exponent
+    everything = tables.slopes(synthetic_points(naive=2.0), last=len(NS)).memory_slope.iloc[0]
+    assert abs(everything - 2.0) > 0.3
+    with pytest.raises(ValueError, match="last"):
+        tables.slopes(synthetic_points(naive=2.0), last=1)
+
+
+def test_one_point_gives_no_slope_and_the_summary_keeps_the_method():
+    pts = synthetic_points(naive=2.0, sdpa=1.0)
+    pts = pts[(pts.method == "naive") | (pts.n == 128)]
+    fitted = tables.slopes(pts)
+    assert math.isnan(fitted.set_index("method").loc["sdpa", "memory_slope"])
+    summary = tables.slope_summary(fitted, {"live": "this run"})
+    assert list(summary.index) == ["naive", "torch SDPA"]
+    assert list(summary.columns) == ["time · this run", "memory · this run"]
+
+
+def test_summary_and_legend_put_live_and_recorded_side_by_side():
+    pts = pd.concat([synthetic_points(naive=2.0, tiled=1.0), synthetic_points("rec", naive=1.5, triton=1.0)])
+    fitted = tables.slopes(pts)
+    summary = tables.slope_summary(fitted)
+    assert summary.loc["naive", "memory · live"] == pytest.approx(2.0)
+    assert summary.loc["naive", "memory · rec"] == pytest.approx(1.5)
+    assert math.isnan(summary.loc["tiled (online softmax)", "memory · rec"])
+    # the legend prefers the live slope and falls back on a recorded one
+    assert tables.legend_slopes(fitted, "memory_slope", "live") == pytest.approx(
+        {"naive": 2.0, "tiled": 1.0, "triton": 1.0}
+    )
+
+
+def test_guide_lines_pass_through_the_lowest_point_at_the_largest_live_n():
+    pts = synthetic_points(naive=2.0, tiled=1.0)
+    guides = tables.guide_lines(pts, "peak_mib")
+    low = pts[pts.n == 2048].peak_mib.min()
+    for name, power in (("O(n²)", 2), ("O(n)", 1)):
+        g = guides[guides.guide == name]
+        assert g.n.min() == 128 and g.n.max() == pytest.approx(2048)
+        assert g.value.iloc[-1] == pytest.approx(low)
+        assert tables.loglog_slope(g.n, g.value) == pytest.approx(power)
+    assert tables.guide_lines(pts, "peak_mib", anchor_source="nowhere").empty
+
+
+# --- rows from the harness ------------------------------------------------------------------
+
+
+def test_points_keep_measured_entries_and_not_measured_the_rest():
+    rows = pd.DataFrame(
+        [bench_row(n=256), bench_row(n=512, status="skipped: over budget"), bench_row("tiled", n=512)],
+        columns=list(ROW_FIELDS),
+    )
+    pts = tables.points(rows, "live")
+    assert list(zip(pts.method, pts.n, strict=True)) == [("naive", 256), ("tiled", 512)]
+    assert pts.peak_mib.iloc[0] == pytest.approx(3.0)
+    assert pts.scores_mib.iloc[0] == pytest.approx(2 * 256 * 256 * 4 / 2**20)
+    skipped = tables.not_measured(rows)
+    assert skipped.to_dict("records") == [{"method": "naive", "n": 512, "reason": "skipped: over budget"}]
+    table = tables.results_table(rows)
+    assert table["peak ÷ scores"].iloc[0] == pytest.approx(3.0 / (2 * 256 * 256 * 4 / 2**20))
+    assert math.isnan(table["peak ÷ scores"].iloc[1]) and table["p10–p90 ms"].iloc[1] == ""
+
+
+def test_run_method_measures_and_skips_over_the_budget():
+    # naive at n = 256 needs 3 * 1 * 256^2 * 4 B = 0.75 MiB: over a 0.5 MiB budget, under it at n = 128
+    rows = tables.run_method("naive", 256, 16, 1, False, 32, 0.5, 0)
+    assert list(rows.columns) == list(ROW_FIELDS)
+    assert list(rows.n) == [128, 256]
+    assert rows.status.iloc[0] == "ok" and rows.status.iloc[1].startswith("skipped:")
+    assert rows.peak_mem_bytes.iloc[0] >= 3 * 128 * 128 * 4  # three score copies were alive at once
+
+
+def test_budget_options_stop_at_the_librarys_memory_budget():
+    with memory_budget(300):
+        assert tables.budget_options() == (16, 64, 256)
+    with memory_budget(5000):
+        assert tables.budget_options() == tables.BUDGET_STEPS_MIB
+    with memory_budget(8):
+        assert tables.budget_options() == (8.0,)
+
+
+def test_live_config_validates_through_the_harness():
+    config = tables.live_config(["tiled"], 512, 32, 2, True, 64, 16, 3)
+    assert (config.ns, config.block_q, config.block_k, config.repeats) == ((128, 256, 512), 64, 64, tables.REPEATS)
+    with pytest.raises(ValueError, match="methods"):
+        tables.live_config([], 512, 32, 2, True, 64, 16, 3)
+    with pytest.raises(ValueError, match="d"):
+        tables.live_config(["naive"], 512, 0, 2, True, 64, 16, 3)
+
+
+# --- recorded runs and the download ---------------------------------------------------------
+
+
+def write_recorded(path, header: dict, rows: list[dict]):
+    write_csv(str(path), rows, header)
+    return path
+
+
+def test_a_recorded_csv_reads_back_with_its_device_and_date(tmp_path):
+    path = write_recorded(
+        tmp_path / "gpu.csv",
+        {"device": "cuda", "device_name": "NVIDIA H100 80GB HBM3", "date": "2026-01-02", "torch": "2.13.0"},
+        [bench_row(n=128), bench_row("triton", n=128), bench_row("tiled", n=128, block_q=64, block_k=64)],
+    )
+    header, rows = tables.read_recorded(path)
+    assert header["date"] == "2026-01-02" and list(rows.method) == ["naive", "triton", "tiled"]
+    assert tables.recorded_label(header, rows, path) == "NVIDIA H100 80GB HBM3 (cuda), 2026-01-02"
+    assert tables.is_gpu(header, rows)
+    assert tables.recorded_setup(rows) == "d=16, heads=2, batch=1, dtype=float32, tile b=64"
+
+
+def test_a_csv_without_header_is_labelled_from_its_columns(tmp_path):
+    path = tmp_path / "bare.csv"
+    pd.DataFrame([bench_row(n=128)]).to_csv(path, index=False)
+    header, rows = tables.read_recorded(path)
+    assert header == {}
+    assert tables.recorded_label(header, rows, path) == "cpu, undated"
+    assert not tables.is_gpu(header, rows)
+
+
+def test_recorded_runs_report_a_broken_file_and_keep_the_others(tmp_path):
+    write_recorded(tmp_path / "a_cpu.csv", {"device": "cpu", "date": "2026-01-01"}, [bench_row()])
+    (tmp_path / "b_broken.csv").write_text("# date: 2026-01-01\nfoo,bar\n1,2\n")
+    (tmp_path / "notes.md").write_text("not a CSV")
+    runs = tables.recorded_runs(tables.recorded_files(tmp_path))
+    assert [r.get("label") for r in runs] == ["cpu, 2026-01-01", None]
+    assert "missing columns" in runs[1]["error"]
+    assert tables.recorded_files(tmp_path / "absent") == ()
+    listing = tables.recorded_listing([r for r in runs if "error" not in r])
+    assert list(listing.columns) == ["run", "setup", "torch", "command"] and len(listing) == 1
+
+
+def test_two_runs_on_one_device_and_date_keep_apart(tmp_path):
+    for name in ("a.csv", "b.csv"):
+        write_recorded(tmp_path / name, {"device": "cpu", "date": "2026-01-01"}, [bench_row()])
+    labels = [r["label"] for r in tables.recorded_runs(tables.recorded_files(tmp_path))]
+    assert labels == ["cpu, 2026-01-01 · a.csv", "cpu, 2026-01-01 · b.csv"]
+
+
+def test_the_repositorys_recorded_results_read_cleanly():
+    for run in tables.recorded_runs(tables.recorded_files(REPO / "benchmarks")):
+        assert "error" not in run, run
+        assert not run["label"].endswith("undated"), run["label"]  # every recorded run says when it was made
+        assert all(s == "ok" or s.startswith(("skipped:", "error:")) for s in run["rows"].status)
+        assert not tables.points(run["rows"], run["label"]).empty
+
+
+def test_the_download_is_a_recorded_csv_the_page_can_read_back(tmp_path):
+    config = tables.live_config(["naive", "sdpa"], 512, 16, 2, False, 64, 16, 0)
+    rows = pd.DataFrame([bench_row(n=128), bench_row("sdpa", n=128), bench_row(n=512, status="skipped: x")])
+    path = tmp_path / "live.csv"
+    path.write_text(tables.results_csv(rows, config))
+    header, back = tables.read_recorded(path)
+    assert header["device"] == "cpu" and header["command"].startswith("python -m attn_core.bench --device cpu")
+    assert "--n 128 256 512" in header["command"] and "--methods naive sdpa" in header["command"]
+    assert list(back.columns) == list(ROW_FIELDS)
+    assert list(back.status) == ["ok", "ok", "skipped: x"]
+    assert back.peak_mem_bytes.iloc[0] == 3 * 2**20 and pd.isna(back.peak_mem_bytes.iloc[2])
+
+
+# --- the page's charts ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("log", [True, False])
+def test_the_charts_are_valid_vega_lite_with_every_layer_fed(log):
+    """The page draws to_dict(validate=False) for speed: the schema check happens here instead."""
+    pts = pd.concat([synthetic_points(naive=2.0, tiled=1.0), synthetic_points("recorded", naive=2.0)])
+    pts = pts.assign(time_p10=pts.time_ms * 0.9, time_p90=pts.time_ms * 1.1)
+    theory = tables.score_matrix_line(pts)
+    for value, extra in (("time_ms", {"band": ("time_p10", "time_p90")}), ("peak_mib", {"theory": theory})):
+        slopes = tables.legend_slopes(tables.slopes(pts), "memory_slope", "live")
+        chart = scaling_chart(
+            pts, tables.guide_lines(pts, value), value=value, y_title="y", title="t", slopes=slopes, log=log, **extra
+        )
+        spec = chart.to_dict()  # raises on a spec Vega-Lite would reject
+        rows = next(iter(spec["datasets"].values()))
+        fields = [layer["encoding"]["y"]["field"] for layer in spec["layer"]]
+        for field in fields:  # every layer draws something: its y column has values
+            assert any(r.get(field) is not None for r in rows), field
+        assert spec["layer"][0]["encoding"]["x"]["scale"]["type"] == ("log" if log else "linear")
+        data_line = next(layer for layer in spec["layer"] if "strokeDash" in layer["encoding"])
+        legend = data_line["encoding"]["color"]["scale"]["domain"]
+        assert legend == ["naive: 2.00", "tiled (online softmax): 1.00"]
