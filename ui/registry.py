@@ -16,6 +16,13 @@ class PageInfo:
 
 PAGES: tuple[PageInfo, ...] = (
     PageInfo(
+        "views/worked_example.py",
+        "Worked example, step by step",
+        ":material/calculate:",
+        "Foundations",
+        "The notes' small examples computed one matrix at a time, with a table that re-checks their numbers.",
+    ),
+    PageInfo(
         "views/sqrt_dk.py",
         "Why divide by √d_k",
         ":material/functions:",
@@ -35,6 +42,41 @@ PAGES: tuple[PageInfo, ...] = (
         ":material/shuffle:",
         "Foundations",
         "Shuffle the tokens and attention shuffles its output the same way, until a mask or positions break it.",
+    ),
+    PageInfo(
+        "views/positional.py",
+        "Positional encoding",
+        ":material/linear_scale:",
+        "Positions and geometry",
+        "Sinusoids give every position a code; shifting a position is a rotation, and positions break the symmetry.",
+    ),
+    PageInfo(
+        "views/geometry.py",
+        "Geometry and kernel regression",
+        ":material/scatter_plot:",
+        "Positions and geometry",
+        "The output is a convex combination of the values: Nadaraya-Watson regression with an exponential kernel.",
+    ),
+    PageInfo(
+        "views/masks.py",
+        "Masks lab",
+        ":material/grid_on:",
+        "Masks and heads",
+        "Padding, causal, sliding-window and block masks: hidden keys get exactly zero weight and zero gradient.",
+    ),
+    PageInfo(
+        "views/multihead.py",
+        "Multi-head attention",
+        ":material/view_module:",
+        "Masks and heads",
+        "Split d_model into h heads of width d_model/h: same parameter count, h different attention maps.",
+    ),
+    PageInfo(
+        "views/flash_walkthrough.py",
+        "FlashAttention, tile by tile",
+        ":material/view_comfy:",
+        "Efficiency",
+        "Step through the tiles: a running max and sum rescale partial outputs into the exact answer.",
     ),
     PageInfo(
         "views/scaling.py",

@@ -1,0 +1,205 @@
+"""Charts for "Geometry and kernel regression".
+
+The charts in wide columns keep Streamlit's default height: a fixed 280 px in a half-page column
+squashes the plot and clips the y-axis title (Streamlit 1.67).
+"""
+
+from __future__ import annotations
+
+import altair as alt
+import numpy as np
+import pandas as pd
+
+from attn_core.charts.common import color_scale
+
+SQUARE = 430  # px: the 2-D picture keeps equal units on both axes
+VALUE_COLOR, OUTPUT_COLOR, QUERY_COLOR, HULL_COLOR = "#1b9e77", "#d95f02", "#7570b3", "#666666"
+
+
+def to_spec(chart: alt.TopLevelMixin) -> dict:
+    """The chart as a plain Vega-Lite dict without Altair's default theme (as st.altair_chart sends it).
+
+    A page can cache this dict by its plain parameters: building and validating a layered chart costs
+    tens of milliseconds, more than the tables behind it.
+    """
+    spec = chart.to_dict()
+    spec.pop("config", None)
+    return spec
+
+
+def _square_domain(*frames: tuple[pd.DataFrame, str, str], margin: float = 0.3) -> tuple[list[float], list[float]]:
+    """Axis domains with the same span on x and y, so that angles and distances look right."""
+    xs = np.concatenate([f[x].to_numpy() for f, x, _ in frames])
+    ys = np.concatenate([f[y].to_numpy() for f, _, y in frames])
+    cx, cy = (xs.min() + xs.max()) / 2, (ys.min() + ys.max()) / 2
+    half = max(xs.max() - xs.min(), ys.max() - ys.min()) / 2 + margin
+    return [cx - half, cx + half], [cy - half, cy + half]
+
+
+def hull_picture(points: pd.DataFrame, hull: pd.DataFrame, summary: dict, query: tuple[float, float]):
+    """Values sized by their weight, their convex hull, the query's direction, the centroid and the output."""
+    marks = pd.DataFrame(
+        {
+            "point": ["output o", "centroid", "query q"],
+            "x": [summary["output"][0], summary["centroid"][0], query[0]],
+            "y": [summary["output"][1], summary["centroid"][1], query[1]],
+        }
+    )
+    xd, yd = _square_domain((points, "x", "y"), (marks, "x", "y"))
+    x = alt.X("x:Q", scale=alt.Scale(domain=xd, nice=False), title="coordinate 1")
+    y = alt.Y("y:Q", scale=alt.Scale(domain=yd, nice=False), title="coordinate 2")
+    tip = [alt.Tooltip("x:Q", format=".3f"), alt.Tooltip("y:Q", format=".3f")]
+    ray = pd.DataFrame({"order": [0, 1], "x": [0.0, query[0]], "y": [0.0, query[1]]})
+    outlines = pd.concat([hull.assign(line="convex hull"), ray.assign(line="direction of q")], ignore_index=True)
+    lines = (
+        alt.Chart(outlines)
+        .mark_line()
+        .encode(
+            x=x,
+            y=y,
+            order="order:Q",
+            detail="line:N",
+            color=alt.Color("line:N", scale=alt.Scale(range=[HULL_COLOR, QUERY_COLOR]), legend=None),
+            strokeDash=alt.StrokeDash("line:N", scale=alt.Scale(range=[[6, 3], [2, 2]]), legend=None),
+        )
+    )
+    values = (
+        alt.Chart(points)
+        .mark_circle(color=VALUE_COLOR, opacity=0.75, stroke="#0b5e47", strokeWidth=1)
+        .encode(
+            x=x,
+            y=y,
+            size=alt.Size("attention:Q", scale=alt.Scale(domain=[0, 1], range=[20, 1400]), legend=None),
+            tooltip=["point:N", *tip, alt.Tooltip("logit:Q", format=".3f"), alt.Tooltip("attention:Q", format=".4f")],
+        )
+    )
+    names = list(marks.point)
+    special = (
+        alt.Chart(marks)
+        .mark_point(size=360, filled=True, opacity=1, stroke="#222222", strokeWidth=1)
+        .encode(
+            x=x,
+            y=y,
+            shape=alt.Shape(
+                "point:N", scale=alt.Scale(domain=names, range=["diamond", "cross", "triangle-up"]), legend=None
+            ),
+            color=alt.Color(
+                "point:N", scale=alt.Scale(domain=names, range=[OUTPUT_COLOR, HULL_COLOR, QUERY_COLOR]), legend=None
+            ),
+            tooltip=["point:N", *tip],
+        )
+    )
+    labels = (
+        alt.Chart(pd.concat([points[["point", "x", "y"]], marks], ignore_index=True))
+        .mark_text(dx=14, dy=-14, fontSize=13, fontWeight="bold", color="#333333")
+        .encode(x=x, y=y, text="point:N")
+    )
+    return (
+        (lines + values + special + labels)
+        .resolve_scale(color="independent", size="independent")  # the outlines and markers keep their own colours
+        .properties(title="Values (size = weight αᵢ), their hull, and the output o", width=SQUARE, height=SQUARE)
+    )
+
+
+def regression_curves(samples: pd.DataFrame, curves: pd.DataFrame):
+    """Noisy samples, the true function and both kernels' Nadaraya-Watson predictions."""
+    series = ["truth", "gaussian", "exponential"]
+    dots = (
+        alt.Chart(samples)
+        .mark_circle(color="#999999", size=36)
+        .encode(
+            x=alt.X("x:Q", title="x (query / key)"),
+            y=alt.Y("y:Q", title="y (value)"),
+            tooltip=[alt.Tooltip("x:Q", format=".3f"), alt.Tooltip("y:Q", format=".3f")],
+        )
+    )
+    lines = (
+        alt.Chart(curves)
+        .mark_line(strokeWidth=2.5)
+        .encode(
+            x="x:Q",
+            y="y:Q",
+            color=alt.Color("series:N", scale=color_scale(series), title="curve", sort=series),
+            strokeDash=alt.condition(alt.datum.series == "truth", alt.value([5, 3]), alt.value([1, 0])),
+            tooltip=["series:N", alt.Tooltip("x:Q", format=".2f"), alt.Tooltip("y:Q", format=".3f")],
+        )
+    )
+    return (dots + lines).properties(title="Nadaraya-Watson regression of noisy samples")
+
+
+def parity_scatter(pairs: pd.DataFrame):
+    """score(-q, -k) against score(q, k): additive on the line y = -x, dot product on y = x."""
+    lim = float(max(pairs.s.abs().max(), pairs.s_flipped.abs().max(), 1e-9)) * 1.05
+    scale = alt.Scale(domain=[-lim, lim], nice=False)
+    guides = pd.DataFrame({"line": ["y = x (even)", "y = −x (odd)"], "x": [-lim, -lim], "y": [-lim, lim]})
+    guides = pd.concat([guides, guides.assign(x=lim, y=[lim, -lim])], ignore_index=True)
+    lines = (
+        alt.Chart(guides)
+        .mark_line(color="#999999", strokeDash=[4, 3])
+        .encode(x=alt.X("x:Q", scale=scale), y=alt.Y("y:Q", scale=scale), detail="line:N")
+    )
+    dots = (
+        alt.Chart(pairs)
+        .mark_circle(size=30, opacity=0.7)
+        .encode(
+            x=alt.X("s:Q", scale=scale, title="score(q, k)"),
+            y=alt.Y("s_flipped:Q", scale=scale, title="score(−q, −k)"),
+            color=alt.Color("score:N", scale=color_scale(["additive", "dot product"]), title=None),
+            tooltip=["score:N", alt.Tooltip("s:Q", format=".4f"), alt.Tooltip("s_flipped:Q", format=".4f")],
+        )
+    )
+    return (lines + dots).properties(title="score(−q, −k) against score(q, k)")
+
+
+def cosine_histogram(bars: pd.DataFrame, curve: pd.DataFrame, d: int):
+    """Histogram of cos(theta) and its exact density for this d."""
+    hist = (
+        alt.Chart(bars)
+        .mark_rect(opacity=0.75, color="#1b9e77")
+        .encode(
+            x=alt.X("left:Q", title="cos θ between two random vectors", scale=alt.Scale(domain=[-1, 1])),
+            x2="right:Q",
+            y=alt.Y("density:Q", title="density"),
+            tooltip=[
+                alt.Tooltip("left:Q", format=".2f"),
+                alt.Tooltip("right:Q", format=".2f"),
+                alt.Tooltip("density:Q", format=".3f"),
+            ],
+        )
+    )
+    top = float(max(bars.density.max(), 0.1)) * 1.15  # the d = 2 density runs off to infinity at +-1
+    theory = (
+        alt.Chart(curve[curve.density <= top])
+        .mark_line(color="#222222", strokeDash=[5, 3])
+        .encode(
+            x="x:Q", y="density:Q", tooltip=[alt.Tooltip("x:Q", format=".2f"), alt.Tooltip("density:Q", format=".3f")]
+        )
+    )
+    return (hist + theory).properties(title=f"cos θ of random pairs, d = {d}")
+
+
+def cosine_variance_loglog(df: pd.DataFrame, d: int):
+    """Measured Var cos(theta) against d on log-log axes, the 1/d line, and the current d."""
+    x = alt.X("d:Q", scale=alt.Scale(type="log", base=2), title="dimension d (log scale)")
+    y_scale = alt.Scale(type="log")
+    theory = (
+        alt.Chart(df)
+        .mark_line(color="#222222", strokeDash=[5, 3])
+        .encode(x=x, y=alt.Y("theory:Q", scale=y_scale, title="Var cos θ (log scale)"))
+    )
+    points = (
+        alt.Chart(df)
+        .mark_point(filled=True, size=70, color="#d95f02")
+        .encode(
+            x=x,
+            y=alt.Y("empirical:Q", scale=y_scale),
+            tooltip=[
+                "d",
+                alt.Tooltip("empirical:Q", format=".5f"),
+                alt.Tooltip("stderr:Q", format=".5f"),
+                alt.Tooltip("theory:Q", format=".5f"),
+            ],
+        )
+    )
+    now = alt.Chart(pd.DataFrame({"d": [d]})).mark_rule(color="#7570b3", strokeDash=[2, 2]).encode(x=x)
+    return (theory + points + now).properties(title="Var cos θ against d: measured and 1/d")

@@ -1,0 +1,114 @@
+"""Charts for the "Masks lab": the mask parts, and query x key matrices with hidden cells faded and NaN marked."""
+
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+
+from attn_core.charts.common import HEIGHT
+
+ALLOWED, HIDDEN = "may attend", "hidden"
+HIDDEN_GREY = "#c8c8c8"
+NAN_COLOR = "#e7298a"  # NaN cells stand out from every colour scheme used here
+CELL = 30  # pixels per cell when a chart sizes itself from n
+SUM = "Σ"  # the extra column holding each row's sum
+INK = alt.Scale(domain=["black", "white", NAN_COLOR], range=["#222222", "#ffffff", NAN_COLOR])  # text colours as named
+
+
+def _side(n: int) -> int:
+    return max(180, min(HEIGHT + 60, CELL * n))
+
+
+def mask_parts(cells: pd.DataFrame, order: list[str]):
+    """One small grid per mask part and the combined AND, in `order`; cells: part, query, key, allowed."""
+    n = int(cells["query"].max()) + 1
+    side = max(110, min(140, 12 * n))
+    return (
+        alt.Chart(cells)
+        .transform_calculate(state=f"datum.allowed ? '{ALLOWED}' : '{HIDDEN}'")
+        .mark_rect(stroke="white", strokeWidth=0.5)
+        .encode(
+            x=alt.X("key:O", title="key j", axis=alt.Axis(labelAngle=0)),
+            y=alt.Y("query:O", title="query i"),
+            color=alt.Color(
+                "state:N", scale=alt.Scale(domain=[ALLOWED, HIDDEN], range=["#1b9e77", HIDDEN_GREY]), title=None
+            ),
+            tooltip=[
+                alt.Tooltip("part:N"),
+                alt.Tooltip("query:O"),
+                alt.Tooltip("key:O"),
+                alt.Tooltip("state:N", title="cell"),
+            ],
+        )
+        .properties(width=side, height=side)
+        .facet(facet=alt.Facet("part:N", sort=order, title=None), columns=min(len(order), 3))  # 3 fit the column
+        .properties(title="Which keys each query may see: every chosen part, and their AND")
+        .configure_legend(orient="top")
+    )
+
+
+def cell_heatmap(
+    df: pd.DataFrame,
+    value: str,
+    title: str | list[str],
+    *,
+    scheme: str = "blues",
+    diverging: bool = False,
+    fmt: str = ".2f",
+    row_sums: pd.DataFrame | None = None,
+):
+    """A query x key matrix with its numbers printed; hidden cells faded to grey, NaN cells labelled NaN in pink.
+
+    df: query, key, hidden and the column `value` (NaN allowed). A diverging scheme is centred on 0, the
+    others span [0, 1] (weights). `row_sums` (query, row_sum) adds a last column Σ with each row's sum.
+    An exact zero prints as 0, anything else with `fmt` (so 0.00 means small, not zero). A title given as a
+    list of strings takes several lines: the chart is only as wide as its n cells.
+    """
+    n_q, n_k = int(df["query"].max()) + 1, int(df["key"].max()) + 1
+    top = df[value].abs().max(skipna=True)
+    dark_from = 0.6 * (float(top) if diverging and pd.notna(top) and top > 0 else 1.0)
+    data = df[["query", "key", value]].assign(
+        column=df["key"].astype(str), shade=df["hidden"].map({True: "hidden", False: "visible"})
+    )
+    if row_sums is not None:
+        sums = pd.DataFrame({"query": row_sums["query"], "column": SUM, value: row_sums["row_sum"], "shade": SUM})
+        data = pd.concat([data, sums], ignore_index=True)
+    values = data[value]
+    data = data.assign(
+        label=["NaN" if pd.isna(x) else "0" if x == 0 else format(x, fmt) for x in values],
+        ink=[
+            NAN_COLOR if pd.isna(x) else "white" if (c != SUM and abs(x) > dark_from) else "black"
+            for x, c in zip(values, data["column"], strict=True)
+        ],
+        painted=values.notna() & (data["column"] != SUM),  # NaN cells and the Σ column stay unpainted
+    )
+    order = [str(j) for j in range(n_k)] + ([SUM] if row_sums is not None else [])
+    scale = alt.Scale(scheme=scheme, domainMid=0) if diverging else alt.Scale(scheme=scheme, domain=[0, 1])
+    base = alt.Chart().encode(  # data goes on the layer: Altair then need not compare the layers' data
+        x=alt.X("column:O", sort=order, title="key j", axis=alt.Axis(labelAngle=0)),
+        y=alt.Y("query:O", title="query i"),
+    )
+    rects = (
+        base.transform_filter("datum.painted")
+        .mark_rect(stroke="white", strokeWidth=0.5)
+        .encode(
+            color=alt.Color(f"{value}:Q", scale=scale, title=value),
+            opacity=alt.Opacity(
+                "shade:O", scale=alt.Scale(domain=["visible", "hidden"], range=[1.0, 0.25]), legend=None
+            ),
+            tooltip=[
+                alt.Tooltip("query:O"),
+                alt.Tooltip("column:O", title="key"),
+                alt.Tooltip(f"{value}:Q", format=".4g"),
+                alt.Tooltip("shade:N"),
+            ],
+        )
+    )
+    labels = base.mark_text(fontSize=10 if n_k <= 8 else 8).encode(
+        text=alt.Text("label:N"), color=alt.Color("ink:N", scale=INK, legend=None)
+    )
+    width = _side(n_k + (row_sums is not None))
+    # "pad": width and height are the plot's, legends and axes come on top (Streamlit's "fit" would squeeze them in)
+    pad = alt.AutoSizeParams(type="pad")
+    chart = alt.layer(rects, labels, data=data).properties(title=title, width=width, height=_side(n_q), autosize=pad)
+    return chart.configure_view(fill=HIDDEN_GREY)  # shows through the faded hidden cells

@@ -1,0 +1,257 @@
+"""Tables for the "Masks lab": mask parts and their AND, scores and weights, fill values, gradients at hidden logits.
+
+Every function takes plain parameters (sizes, tuples, strings, seed) so that pages can cache by value. A mask
+is described by `MaskSpec` fields: n, the chosen parts, the padding lengths of the batch, the window, the
+block size and the custom grid; `build_masks` turns them into bool tensors (True = may attend).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+import torch
+
+from attn_core.masks import block_causal_mask, causal_mask, padding_mask, sliding_window_mask
+from attn_core.naive import attention_logits, masked_softmax
+
+MAX_N = 12  # a 12 x 12 grid is the largest that stays readable with a number in every cell
+MAX_BATCH = 4
+MAX_LENGTHS_CHARS = 40
+D_K = 8  # width of the random queries and keys behind the scores
+PARTS = ("padding", "causal", "sliding window", "block causal", "custom")
+FILLS = ("-inf", "-1e9", "finfo.min")
+DTYPES = {"float32": torch.float32, "float64": torch.float64, "bfloat16": torch.bfloat16, "float16": torch.float16}
+LIBRARY = "masked_softmax (library)"
+
+Grid = tuple[tuple[bool, ...], ...]
+
+
+def parse_lengths(text: str, n: int) -> tuple[int, ...]:
+    """'6, 2' -> (6, 2): one real length per sequence of the batch, each in [0, n], at most MAX_BATCH of them."""
+    text = text.strip()
+    if not text:
+        raise ValueError("enter one length per sequence, e.g. 6, 2")
+    if len(text) > MAX_LENGTHS_CHARS:
+        raise ValueError(f"keep the lengths under {MAX_LENGTHS_CHARS} characters")
+    items = [t for t in re.split(r"[,\s]+", text) if t]
+    if len(items) > MAX_BATCH:
+        raise ValueError(f"at most {MAX_BATCH} sequences, got {len(items)}")
+    bad = [i for i, t in enumerate(items, start=1) if not re.fullmatch(r"\d{1,3}", t)]
+    if bad:  # name the place, never echo the raw text
+        raise ValueError(f"lengths must be whole numbers separated by commas; item {bad[0]} is not")
+    lengths = tuple(int(t) for t in items)
+    too_long = [x for x in lengths if x > n]
+    if too_long:
+        raise ValueError(f"a length cannot exceed the sequence length n = {n}, got {too_long[0]}")
+    return lengths
+
+
+def parse_grid(rows: Sequence[Sequence[object]], n: int) -> Grid:
+    """The custom mask from the editor: exactly n rows of n booleans (True = may attend)."""
+    if len(rows) != n or any(len(r) != n for r in rows):
+        raise ValueError(f"the custom grid must have {n} rows of {n} cells")
+    grid = []
+    for i, row in enumerate(rows):
+        cells = []
+        for j, cell in enumerate(row):
+            if not isinstance(cell, (bool, np.bool_)):
+                raise ValueError(f"cell (query {i}, key {j}) of the custom grid must be ticked or not, got {cell!r}")
+            cells.append(bool(cell))
+        grid.append(tuple(cells))
+    return tuple(grid)
+
+
+def build_masks(
+    n: int, parts: Sequence[str], lengths: Sequence[int], window: int, block: int, custom: Grid | None = None
+) -> dict[str, torch.Tensor]:
+    """Each chosen part as a (B, n, n) bool mask, then "combined": their AND (all True when no part is chosen)."""
+    unknown = [p for p in parts if p not in PARTS]
+    if unknown:
+        raise ValueError(f"parts must be among {PARTS}, got {unknown[0]!r}")
+    b = len(lengths)
+    makers = {
+        "padding": lambda: padding_mask(list(lengths), n),  # (B, 1, n): hides the same keys from every query
+        "causal": lambda: causal_mask(n),
+        "sliding window": lambda: sliding_window_mask(n, window),
+        "block causal": lambda: block_causal_mask(n, block),
+        "custom": lambda: _custom_tensor(custom, n),
+    }
+    masks = {p: makers[p]().expand(b, n, n) for p in PARTS if p in parts}  # (B, n, n) each
+    combined = torch.ones(b, n, n, dtype=torch.bool)
+    for m in masks.values():
+        combined = combined & m
+    return masks | {"combined": combined}
+
+
+def _custom_tensor(custom: Grid | None, n: int) -> torch.Tensor:
+    if custom is None or len(custom) != n or any(len(r) != n for r in custom):
+        raise ValueError(f"custom needs an {n} x {n} grid of ticks")
+    return torch.tensor(custom, dtype=torch.bool)
+
+
+def random_scores(b: int, n: int, seed: int) -> torch.Tensor:
+    """(B, n, n) scores q k^T / sqrt(d_k) of random N(0, 1) queries and keys, d_k = D_K, in float64."""
+    gen = torch.Generator().manual_seed(seed)
+    q = torch.randn(b, n, D_K, generator=gen, dtype=torch.float64)
+    k = torch.randn(b, n, D_K, generator=gen, dtype=torch.float64)
+    return attention_logits(q, k, 1 / math.sqrt(D_K), 1.0)  # (B, n, n)
+
+
+def _grid_frame(**columns: torch.Tensor) -> pd.DataFrame:
+    """(n_q, n_k) tensors -> one row per cell with columns query, key and one per tensor."""
+    n_q, n_k = next(iter(columns.values())).shape
+    q, k = np.meshgrid(np.arange(n_q), np.arange(n_k), indexing="ij")
+    data = {"query": q.ravel(), "key": k.ravel()}
+    for name, t in columns.items():
+        data[name] = t.detach().to(torch.float64 if t.is_floating_point() else t.dtype).numpy().ravel()
+    return pd.DataFrame(data)
+
+
+def _check_sequence(sequence: int, b: int) -> None:
+    if not 0 <= sequence < b:
+        raise ValueError(f"sequence must lie in [0, {b - 1}], got {sequence}")
+
+
+def mask_parts(n, parts, lengths, window, block, custom, sequence) -> tuple[pd.DataFrame, dict]:
+    """The chosen parts and their AND for one sequence, and how much of the whole batch they hide.
+
+    Returns (cells, stats): cells has part, query, key, allowed; stats holds hidden_share (of all B n^2
+    score cells), padding_share (the keys that are padding) and fully_masked (rows of `sequence`).
+    """
+    masks = build_masks(n, parts, lengths, window, block, custom)
+    _check_sequence(sequence, len(lengths))
+    frames = [_grid_frame(allowed=m[sequence]).assign(part=name) for name, m in masks.items()]
+    combined = masks["combined"]
+    stats = {
+        "hidden_share": float((~combined).double().mean()),
+        "padding_share": 1 - sum(lengths) / (n * len(lengths)),
+        "fully_masked": [int(i) for i in torch.nonzero(~combined[sequence].any(-1)).flatten()],
+    }
+    return pd.concat(frames, ignore_index=True), stats
+
+
+def scores_and_weights(n, parts, lengths, window, block, custom, sequence, seed) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Raw scores and the library's masked weights for one sequence, and each query row's sum.
+
+    Returns (cells, rows): cells has query, key, score, weight, hidden; rows has query, visible_keys, row_sum.
+    """
+    mask = build_masks(n, parts, lengths, window, block, custom)["combined"]
+    _check_sequence(sequence, len(lengths))
+    scores = random_scores(len(lengths), n, seed)[sequence]  # (n, n)
+    m = mask[sequence]
+    weights = masked_softmax(scores, m)  # (n, n); hidden keys and fully masked rows get 0
+    rows = pd.DataFrame({"query": range(n), "visible_keys": m.sum(-1).numpy(), "row_sum": weights.sum(-1).numpy()})
+    return _grid_frame(score=scores, weight=weights, hidden=~m), rows
+
+
+def fill_value(fill: str, dtype: torch.dtype) -> float:
+    """The number masked_fill writes: -inf, -1e9 or the most negative finite number of `dtype`."""
+    if fill not in FILLS:
+        raise ValueError(f"fill must be one of {FILLS}, got {fill!r}")
+    return {"-inf": float("-inf"), "-1e9": -1e9, "finfo.min": torch.finfo(dtype).min}[fill]
+
+
+def _plain_softmax(scores: torch.Tensor, mask: torch.Tensor, fill: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """The textbook recipe: fill hidden logits with a constant, then torch.softmax. Returns (z, weights), z a leaf."""
+    z = scores.masked_fill(~mask, fill).detach().requires_grad_()  # raises in float16 for -1e9
+    return z, torch.softmax(z, dim=-1)
+
+
+def _library_softmax(scores: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    z = scores.detach().clone().requires_grad_()
+    return z, masked_softmax(z, mask)
+
+
+def _summarise(z, weights, mask, upstream) -> dict:
+    """Forward and backward facts of one softmax recipe: weights on fully masked rows, NaNs, masked gradients."""
+    loss = (weights * upstream).sum()  # L = sum_ij W_ij U_ij: U plays dL/dW of whatever comes after
+    loss.backward()
+    grad, weights = z.grad, weights.detach()  # (n, n) each
+    full = ~mask.any(-1)  # (n,) rows with no visible key
+    hidden_partial = ~mask & ~full[:, None]
+    hidden_full = ~mask & full[:, None]
+
+    def max_abs(t: torch.Tensor, where: torch.Tensor) -> float:
+        return float(t[where].double().abs().max()) if bool(where.any()) else float("nan")
+
+    return {
+        "fully masked row weight": float(weights[full].double().mean()) if bool(full.any()) else float("nan"),
+        "fully masked row sum": float(weights[full].double().sum(-1).mean()) if bool(full.any()) else float("nan"),
+        "max weight on hidden keys (other rows)": max_abs(weights, hidden_partial),
+        "NaN in weights": int(torch.isnan(weights).sum()),
+        "loss": float(loss.detach()),
+        "max |grad| hidden logits": max_abs(grad, ~mask),
+        "max |grad| visible logits": max_abs(grad, mask),
+        "max |grad| hidden logits (other rows)": max_abs(grad, hidden_partial),
+        "max |grad| hidden logits (fully masked rows)": max_abs(grad, hidden_full),
+        "NaN in grad": int(torch.isnan(grad).sum()),
+        "grad": grad,
+    }
+
+
+def fill_comparison(n, parts, lengths, window, block, custom, sequence, dtype, seed):
+    """torch.softmax after masked_fill with -inf, -1e9 and finfo.min, against the library's masked_softmax.
+
+    All four run live in `dtype` on one sequence's scores; the loss sum(W * U) with a seeded U gives gradients.
+    Returns (cells, rows, summary): cells has method, query, key, weight, grad, hidden; rows has method, query,
+    visible_keys, row_sum (NaN if any weight of the row is NaN); summary one row per method with the fill value
+    as stored, an error if masked_fill refused it, and the facts of `_summarise`.
+    """
+    if dtype not in DTYPES:
+        raise ValueError(f"dtype must be one of {tuple(DTYPES)}, got {dtype!r}")
+    torch_dtype = DTYPES[dtype]
+    mask = build_masks(n, parts, lengths, window, block, custom)["combined"]
+    _check_sequence(sequence, len(lengths))
+    scores = random_scores(len(lengths), n, seed)[sequence].to(torch_dtype)  # (n, n)
+    m = mask[sequence]
+    gen = torch.Generator().manual_seed(seed + 1)
+    upstream = torch.randn(n, n, generator=gen, dtype=torch.float64).to(torch_dtype)  # (n, n)
+    recipes = {f"torch.softmax, fill {f}": f for f in FILLS} | {LIBRARY: None}
+    cells, rows, summary = [], [], []
+    for method, fill in recipes.items():
+        row = {"method": method, "fill value": _written(fill, torch_dtype), "error": ""}
+        try:
+            if fill is None:
+                z, weights = _library_softmax(scores, m)
+            else:
+                z, weights = _plain_softmax(scores, m, fill_value(fill, torch_dtype))
+        except RuntimeError as err:  # float16 cannot hold -1e9: masked_fill refuses it
+            summary.append(row | {"error": str(err).split("\n")[0]})
+            continue
+        facts = _summarise(z, weights, m, upstream)
+        cells.append(_grid_frame(weight=weights, grad=facts.pop("grad"), hidden=~m).assign(method=method))
+        sums = weights.detach().double().sum(-1)  # a NaN anywhere makes its row's sum NaN
+        rows.append(pd.DataFrame({"method": method, "query": range(n), "visible_keys": m.sum(-1), "row_sum": sums}))
+        summary.append(row | facts)
+    return pd.concat(cells, ignore_index=True), pd.concat(rows, ignore_index=True), pd.DataFrame(summary)
+
+
+def _written(fill: str | None, dtype: torch.dtype) -> str:
+    """The fill as `dtype` stores it (bfloat16 rounds -1e9; float16 overflows it); the library's recipe in words."""
+    if fill is None:
+        return "-inf inside; a row summing to 0 is divided by 1"
+    stored = torch.tensor(fill_value(fill, dtype), dtype=torch.float64).to(dtype).item()
+    return f"{stored:.6g}"
+
+
+def summary_text(summary: pd.DataFrame) -> pd.DataFrame:
+    """The summary turned for a table: one row per fact, one column per recipe, every cell text. NaN is written
+    "NaN", numbers get 4 significant digits, and "—" marks a recipe whose fill masked_fill refused."""
+    refused = summary["error"].astype(bool).to_numpy()
+
+    def cell(value, no_value: bool) -> str:
+        if isinstance(value, str):
+            return value or "—"
+        if no_value:
+            return "—"
+        return "NaN" if pd.isna(value) else f"{value:.4g}"
+
+    columns = {
+        method: [cell(summary.iloc[i][c], refused[i]) for c in summary.columns[1:]]
+        for i, method in enumerate(summary["method"])
+    }
+    return pd.DataFrame(columns, index=pd.Index(summary.columns[1:], name="fact")).reset_index()

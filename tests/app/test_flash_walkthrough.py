@@ -1,0 +1,100 @@
+import math
+
+from app_helpers import assert_clean, metric
+
+PAGE = "views/flash_walkthrough.py"
+END = "max |tiled − naive|"
+
+
+def labels(at) -> list[str]:
+    return [m.label for m in at.metric]
+
+
+def test_renders_at_defaults_with_formula_charts_and_counts(open_page):
+    at = open_page(PAGE)
+    assert_clean(at)
+    assert len(at.get("vega_lite_chart")) == 6  # grid, logits, partial output, row state, error by step, HBM
+    assert any(r"\alpha" in latex.value for latex in at.latex) and any("n^2" in latex.value for latex in at.latex)
+    assert at.expander  # the predict-first answer is folded away
+    # causal, n = 32, 8 x 8 tiles: 4 query blocks need 1, 2, 3, 4 key tiles; 16 - 10 = 6 are skipped
+    assert metric(at, "tiles skipped by causal") == "6 of 16"
+    assert metric(at, "tiles this block computes") == "3"  # query block 2 (rows 16..23) needs keys 0..23
+    assert END not in labels(at)  # step 0 is not the end yet
+
+
+def test_last_step_matches_naive_attention(open_page):
+    at = open_page(PAGE)
+    at.slider(key="flash_step").set_value(3).run()
+    assert_clean(at)
+    # float64 end to end: any slip in the rescaling would show as an O(1) difference, not 1e-6
+    assert float(metric(at, END)) < 1e-6
+    assert float(metric(at, "all rows (tiled_attention)")) < 1e-6
+    assert any("wholly above the diagonal" in i.value for i in at.info)  # tile 3 is skipped by causal
+
+
+def test_skipped_count_follows_the_geometry(open_page):
+    at = open_page(PAGE)
+    at.select_slider(key="flash_block_k").set_value(4).run()
+    # B_q = 8, B_k = 4: query block b needs ceil(8 (b + 1) / 4) = 2, 4, 6, 8 of the 8 key tiles
+    assert metric(at, "tiles skipped by causal") == f"{4 * 8 - (2 + 4 + 6 + 8)} of 32"
+    at.select_slider(key="flash_block_q").set_value(16).run()
+    assert metric(at, "tiles skipped by causal") == f"{2 * 8 - (4 + 8)} of 16"
+    at.toggle(key="flash_causal").set_value(False).run()
+    assert_clean(at)
+    assert metric(at, "tiles skipped by causal") == "0 of 16"
+    assert metric(at, "tiles this block computes") == "8"
+
+
+def test_play_walks_to_the_last_tile(open_page):
+    at = open_page(PAGE)
+    at.slider(key="flash_query_block").set_value(3).run()
+    at.button(key="flash_play").click().run()
+    assert_clean(at)
+    assert at.slider(key="flash_step").value == 3
+    assert float(metric(at, END)) < 1e-6
+    rows = at.dataframe[0].value
+    assert rows["query"].tolist() == list(range(24, 32))  # the last query block's rows
+
+
+def test_every_walk_control_changes_and_the_page_follows(open_page):
+    at = open_page(PAGE)
+    at.slider(key="flash_n").set_value(40).run()
+    at.select_slider(key="flash_d").set_value(4).run()
+    at.slider(key="flash_query_block").set_value(4).run()  # rows 32..39 of n = 40
+    at.slider(key="flash_step").set_value(4).run()  # the ragged last tile, keys 32..39
+    assert_clean(at)
+    assert float(metric(at, END)) < 1e-6
+    assert any("keys 32..39" in t for t in (c.spec for c in at.get("vega_lite_chart")))
+    before = at.dataframe[0].value
+    at.session_state["seed"] = 7  # the sidebar's seed (AppTest drops sidebar nodes after switch_page)
+    at.run()
+    assert_clean(at)
+    assert not before.equals(at.dataframe[0].value)
+
+
+def test_tiny_grids_and_shrinking_ranges_stay_friendly(open_page):
+    at = open_page(PAGE)
+    at.slider(key="flash_step").set_value(3).run()
+    at.slider(key="flash_n").set_value(4).run()  # one tile only: the step slider gives way to a caption
+    assert_clean(at)
+    assert not at.warning
+    assert float(metric(at, END)) < 1e-6  # the only tile is the last one
+    assert at.button(key="flash_play").disabled
+
+
+def test_hbm_ratio_follows_its_controls(open_page):
+    at = open_page(PAGE)
+    at.toggle(key="flash_causal").set_value(False).run()
+    at.select_slider(key="hbm_d").set_value(32).run()
+    at.select_slider(key="hbm_block_q").set_value(256).run()
+    at.select_slider(key="hbm_block_k").set_value(128).run()
+    at.select_slider(key="hbm_n").set_value(16384).run()
+    assert_clean(at)
+    n, d, bq = 16384, 32, 256
+    naive = 4 * n * n + 4 * n * d  # reads 3nd + 2n^2, writes 2n^2 + nd
+    tiled = 2 * n * d + 2 * n * d * math.ceil(n / bq)  # reads nd + 2nd ceil(n/B_q), writes nd
+    assert metric(at, "naive / tiled") == f"{naive / tiled:.1f}×"
+    assert metric(at, "naive") == f"{naive / 1e6:,.1f} M"
+    bk = 128  # B_k leaves this traffic alone but sizes the on-chip tiles: Q, acc (B_q d each), K, V, S, m, l
+    sram_kb = 2 * (2 * bq * d + 2 * bk * d + bq * bk + 2 * bq) / 1024  # fp16
+    assert any(f"= {sram_kb:.0f} KB on chip" in c.value for c in at.caption)

@@ -1,0 +1,104 @@
+from app_helpers import assert_clean, metric
+
+from attn_core.tables.multihead import D_MODELS, divisors
+
+PAGE = "views/multihead.py"
+
+
+def maps_caption(at) -> str:
+    return next(c.value for c in at.caption if "keys per head" in c.value)
+
+
+def sweep(at):
+    """The parameter sweep table: the page's only st.dataframe."""
+    return at.dataframe[0].value
+
+
+def test_renders_at_defaults_with_formula_and_charts(open_page):
+    at = open_page(PAGE)
+    assert_clean(at)
+    assert len(at.get("vega_lite_chart")) == 3  # head maps, concat, parameter bars
+    assert any(r"\mathrm{head}_i" in latex.value for latex in at.latex)
+    assert at.expander
+    assert metric(at, "d_k = d_model / h") == "4"  # d_model 16, 4 heads
+    assert maps_caption(at).startswith("10 queries × 10 keys per head")
+
+
+def test_heads_offered_are_exactly_the_divisors(open_page):
+    at = open_page(PAGE)
+    for d_model in D_MODELS:
+        at.select_slider(key="d_model").set_value(d_model).run()
+        assert_clean(at)
+        assert at.radio(key="heads").options == [str(h) for h in divisors(d_model)]
+
+
+def test_d_k_follows_d_model_and_h_while_the_parameter_count_stays(open_page):
+    at = open_page(PAGE)
+    for d_model, h in [(24, 3), (24, 8), (64, 16), (8, 1), (48, 48)]:
+        at.select_slider(key="d_model").set_value(d_model).run()
+        at.radio(key="heads").set_value(h).run()
+        assert_clean(at)
+        assert metric(at, "d_k = d_model / h") == str(d_model // h)
+        table = sweep(at)
+        assert list(table["heads"]) == list(divisors(d_model))
+        assert set(table["parameters"]) == {4 * (d_model**2 + d_model)}  # one count for every h
+    assert "the first 16 of 48 heads shown" in maps_caption(at)
+
+
+def test_a_choice_of_h_survives_a_d_model_that_it_divides(open_page):
+    at = open_page(PAGE)
+    at.radio(key="heads").set_value(8).run()
+    at.select_slider(key="d_model").set_value(24).run()  # 8 divides 24: kept
+    assert at.radio(key="heads").value == 8
+    at.radio(key="heads").set_value(6).run()
+    at.select_slider(key="d_model").set_value(16).run()  # 6 does not divide 16: back to the default 4
+    assert_clean(at)
+    assert at.radio(key="heads").value == 4
+
+
+def test_reference_models_d_k_is_computed(open_page):
+    at = open_page(PAGE)
+    ref = at.table[-1].value
+    assert list(ref.loc["d_k = d_model / h"]) == ["64", "128"]
+    assert list(ref.loc["attention parameters per layer"]) == [f"{4 * (768**2 + 768):,}", f"{4 * (12288**2 + 12288):,}"]
+
+
+def test_cross_attention_takes_keys_and_values_from_the_second_sentence(open_page):
+    at = open_page(PAGE)
+    at.segmented_control(key="mode").set_value("cross").run()
+    at.text_input(key="source").set_value("a dog").run()
+    assert_clean(at)
+    assert maps_caption(at).startswith("10 queries × 2 keys per head")
+    shapes = at.table[0].value.set_index("tensor")["shape"]
+    assert shapes["K = Y W_k"] == "(2, 16)"
+    assert shapes["softmax(Q_i K_iᵀ/√d_k)"] == "4 × (10, 2)"
+    at.text_input(key="sentence").set_value("le chat dort").run()
+    assert maps_caption(at).startswith("3 queries × 2 keys per head")
+    at.segmented_control(key="mode").set_value("self").run()
+    assert maps_caption(at).startswith("3 queries × 3 keys per head")
+
+
+def test_bad_text_warns_and_the_rest_of_the_page_works(open_page):
+    at = open_page(PAGE)
+    for text, reason in [
+        ("", "empty"),
+        (" ".join(["w"] * 13), "13 words; at most 12"),
+        ("<b>hi</b> there", "word 1 of the sentence is not a plain word"),
+    ]:
+        at.text_input(key="sentence").set_value(text).run()
+        assert_clean(at)
+        assert any(reason in w.value for w in at.warning), [w.value for w in at.warning]
+        assert len(at.get("vega_lite_chart")) == 1  # the parameter bars do not need the sentence
+    at.segmented_control(key="mode").set_value("cross").run()
+    at.text_input(key="sentence").set_value("fine words").run()
+    at.text_input(key="source").set_value("x" * 17).run()
+    assert any("word 1 of the second sentence is longer than 16" in w.value for w in at.warning)
+
+
+def test_the_seed_redraws_embeddings_and_weights(open_page):
+    at = open_page(PAGE)
+    before = at.get("vega_lite_chart")[0].proto.datasets[0].data.data
+    at.session_state["seed"] = 7  # the sidebar's seed (AppTest drops sidebar nodes after switch_page)
+    at.run()
+    assert_clean(at)
+    assert at.get("vega_lite_chart")[0].proto.datasets[0].data.data != before

@@ -1,0 +1,166 @@
+import math
+
+import numpy as np
+import pytest
+import torch
+from helpers import rand
+from hypothesis import given
+from hypothesis import strategies as st
+
+from attn_core import causal_mask, masked_softmax, tiled_attention_trace
+from attn_core.tables import flash as tables
+
+sizes = {
+    "n": st.integers(1, 40),
+    "d": st.integers(1, 5),
+    "block_q": st.integers(1, 12),
+    "block_k": st.integers(1, 12),
+    "causal": st.booleans(),
+}
+
+
+class HBM:
+    """Counts the elements that cross between slow memory and the chip: every read or write of a tensor."""
+
+    def __init__(self):
+        self.reads = self.writes = 0
+
+    def read(self, x: torch.Tensor) -> torch.Tensor:
+        self.reads += x.numel()
+        return x
+
+    def write(self, x: torch.Tensor) -> torch.Tensor:
+        self.writes += x.numel()
+        return x
+
+
+def naive_counted(q, k, v, mem: HBM) -> torch.Tensor:
+    """Standard attention as three kernels, each loading its inputs from HBM and storing its result there."""
+    s = mem.write(mem.read(q) @ mem.read(k).T)
+    p = mem.write(masked_softmax(mem.read(s)))
+    return mem.write(mem.read(p) @ mem.read(v))
+
+
+def tiled_counted(q, k, v, block_q, block_k, causal, mem: HBM) -> torch.Tensor:
+    """The tiled loop, replayed from its real trace: load each Q block, each K/V tile it computes, store O."""
+    blocks = []
+    for b in range(math.ceil(q.shape[0] / block_q)):
+        trace = tiled_attention_trace(q, k, v, causal=causal, block_q=block_q, block_k=block_k, query_block=b)
+        mem.read(q[trace.query_start : trace.query_end])
+        for s in trace.steps:
+            if not s.skipped:  # a skipped tile is never loaded
+                mem.read(k[s.key_start : s.key_end])
+                mem.read(v[s.key_start : s.key_end])
+        blocks.append(mem.write(trace.output))
+    return torch.cat(blocks)
+
+
+@given(**sizes)
+def test_traffic_formulas_match_a_counted_run(n, d, block_q, block_k, causal):
+    q, k, v = rand(n, d), rand(n, d, seed=1), rand(n, d, seed=2)
+    naive, tiled = HBM(), HBM()
+    naive_counted(q, k, v, naive)
+    tiled_counted(q, k, v, block_q, block_k, causal, tiled)
+    t = tables.hbm_traffic(n, d, block_q, block_k, causal)
+    assert (t["naive_reads"], t["naive_writes"]) == (naive.reads, naive.writes)
+    assert (t["tiled_reads"], t["tiled_writes"]) == (tiled.reads, tiled.writes)
+
+
+def test_traffic_closed_forms_and_the_large_n_ratio():
+    t = tables.hbm_traffic(1000, 64, 128, 64)
+    assert t["naive_reads"] == 3 * 1000 * 64 + 2 * 1000**2 and t["naive_writes"] == 2 * 1000**2 + 1000 * 64
+    assert t["tiled_reads"] == 1000 * 64 + 2 * 1000 * 64 * 8 and t["tiled_writes"] == 1000 * 64  # ceil(1000/128) = 8
+    # naive / tiled -> 4 n^2 / (2 n^2 d / B_q) = 2 B_q / d; at n = 2^20 the n d terms are below 0.1 %
+    big = tables.hbm_traffic(2**20, 64, 128, 64)
+    ratio = (big["naive_reads"] + big["naive_writes"]) / (big["tiled_reads"] + big["tiled_writes"])
+    assert ratio == pytest.approx(2 * 128 / 64, rel=1e-3)
+
+
+@given(n=sizes["n"], block_q=sizes["block_q"], block_k=sizes["block_k"])
+def test_skipped_tiles_are_the_tiles_the_causal_mask_hides_entirely(n, block_q, block_k):
+    visible = causal_mask(n)
+    hidden = 0
+    for q0 in range(0, n, block_q):
+        for k0 in range(0, n, block_k):
+            hidden += not visible[q0 : q0 + block_q, k0 : k0 + block_k].any()
+    assert tables.causal_skipped_tiles(n, block_q, block_k) == hidden
+    q = rand(n, 2)
+    traced = sum(
+        s.skipped
+        for b in range(tables.n_tiles(n, block_q))
+        for s in tiled_attention_trace(q, q, q, causal=True, block_q=block_q, block_k=block_k, query_block=b).steps
+    )
+    assert traced == hidden
+
+
+def test_skipped_count_of_a_square_grid_is_the_strict_upper_triangle():
+    assert tables.causal_skipped_tiles(32, 8, 8) == 4 * 3 // 2
+    assert tables.causal_skipped_tiles(32, 8, 4) == 32 - (2 + 4 + 6 + 8)
+    assert sum(tables.computed_tiles(32, 8, 8, causal=False)) == 16
+
+
+@given(**sizes, data=st.data())
+def test_tile_grid_covers_the_matrix_once_and_tracks_the_step(n, d, block_q, block_k, causal, data):
+    b = data.draw(st.integers(0, tables.n_tiles(n, block_q) - 1))
+    step = data.draw(st.integers(0, tables.n_tiles(n, block_k) - 1))
+    grid = tables.tile_grid(n, block_q, block_k, causal, b, step)
+    assert ((grid.q_end - grid.q_start) * (grid.k_end - grid.k_start)).sum() == n * n
+    counts = grid.status.value_counts()
+    assert counts.get("skipped", 0) == (tables.causal_skipped_tiles(n, block_q, block_k) if causal else 0)
+    mine = grid[grid.q_block == b]
+    assert (mine.status == "done").sum() == min(step, tables.computed_tiles(n, block_q, block_k, causal)[b])
+    current = mine[mine.k_tile == step].status.item()
+    assert current in ("current", "skipped")
+
+
+def test_walkthrough_partials_are_attention_over_the_keys_seen():
+    w = tables.walkthrough(48, 8, 8, 16, True, 3, seed=0)
+    # float64 throughout: 1e-12 is thousands of ulps above the ~1e-16 rounding of sums of 48 products
+    assert (w.steps.err_seen < 1e-12).all()
+    assert w.steps.err_final.iloc[0] > 1e-3  # the first tile alone is not the answer
+    assert w.steps.err_final.iloc[-1] < 1e-12 and w.err_block < 1e-12 and w.err_all < 1e-12
+    assert w.steps.skipped.tolist() == [False, False, True]  # rows 24..31 need keys 0..31 only
+
+
+def test_walkthrough_rows_follow_the_online_softmax_recurrence():
+    w = tables.walkthrough(32, 4, 8, 8, True, 3, seed=1)
+    for step, rows in w.rows.groupby("step"):
+        rows = rows.set_index("query")
+        tile = w.logits[(w.logits.step == step) & ~w.logits.masked].groupby("query").logit
+        if not len(tile):  # a skipped tile leaves the state alone
+            assert (rows.m_after == rows.m_before).all() and (rows.l_after == rows.l_before).all()
+            continue
+        m_new = np.maximum(rows.m_before, tile.max())
+        alpha = np.exp(rows.m_before - m_new)  # 0 on the first tile, where m_before = -inf
+        tile_sum = tile.apply(lambda s, m=m_new: np.exp(s - m[s.name]).sum())
+        np.testing.assert_allclose(rows.m_after, m_new, rtol=1e-14)
+        np.testing.assert_allclose(rows.rescale, alpha, rtol=1e-14)
+        np.testing.assert_allclose(rows.l_after, alpha * rows.l_before + tile_sum, rtol=1e-13)
+    assert (w.rows.rescale <= 1).all() and (w.rows[w.rows.step == 0].rescale == 0).all()
+
+
+def test_walkthrough_hides_exactly_the_keys_after_each_query():
+    w = tables.walkthrough(16, 4, 8, 8, True, 1, seed=2)
+    assert (w.logits.masked == (w.logits.key > w.logits["query"])).all()
+    assert w.logits[w.logits.masked].logit.isna().all() and w.logits[~w.logits.masked].logit.notna().all()
+
+
+def test_sram_working_set_counts_every_tile_buffer():
+    # Q block 8x4, K and V tiles 2 x 16x4, S tile 8x16, accumulator 8x4, m and l 2 x 8
+    assert tables.sram_working_set(4, 8, 16) == 32 + 128 + 128 + 32 + 16
+
+
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (lambda: tables.n_tiles(0, 4), "n"),
+        (lambda: tables.n_tiles(8, 0), "block"),
+        (lambda: tables.hbm_traffic(8, 0, 4, 4), "d"),
+        (lambda: tables.tile_grid(16, 8, 8, False, 2, 0), "query_block"),
+        (lambda: tables.tile_grid(16, 8, 8, False, 0, 2), "step"),
+        (lambda: tables.walkthrough(16, 4, 8, 8, False, 5, 0), "query_block"),
+    ],
+)
+def test_bad_arguments(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()

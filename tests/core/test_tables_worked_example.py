@@ -1,0 +1,97 @@
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from attn_core.tables import worked_example as w
+
+small = st.floats(-5, 5, allow_nan=False).map(lambda x: round(x, 2))
+
+
+def _softmax_rows(x: np.ndarray) -> np.ndarray:
+    """An independent reference: numpy, row by row."""
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def test_two_token_example_by_hand():
+    ex = w.EXAMPLES["two_tokens"]
+    steps = w.attention_steps(ex.q, ex.k, ex.v)
+    np.testing.assert_array_equal(steps["scores"].to_numpy(), [[1, 2], [2, 4]])
+    np.testing.assert_allclose(steps["scaled"].to_numpy(), np.array([[1, 2], [2, 4]]) / math.sqrt(3), rtol=1e-15)
+    a11 = 1 / (1 + math.exp(1 / math.sqrt(3)))  # softmax([s, 2s]) at s = 1/sqrt(3): the first weight
+    assert steps["weights"].iloc[0, 0] == pytest.approx(a11, rel=1e-14)
+    # z_1 = a11 v_1 + a12 v_2 with v_1 = (1, 2, 3), v_2 = (4, 5, 6): every entry is 4 - 3 a11 + (j - 1)
+    np.testing.assert_allclose(steps["output"].iloc[0], [4 - 3 * a11, 5 - 3 * a11, 6 - 3 * a11], rtol=1e-14)
+
+
+@given(st.lists(st.lists(small, min_size=2, max_size=2), min_size=4, max_size=4), st.booleans())
+def test_steps_match_a_numpy_reference(q, scaled):
+    ex = w.EXAMPLES["four_tokens"]
+    steps = w.attention_steps(tuple(map(tuple, q)), ex.k, ex.v, scaled)
+    s = np.array(q) @ np.array(ex.k).T
+    a = _softmax_rows(s / (math.sqrt(2) if scaled else 1.0))
+    np.testing.assert_allclose(steps["weights"].drop(columns="row sum").to_numpy(), a, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(steps["weights"]["row sum"], 1.0, atol=1e-14)
+    np.testing.assert_allclose(steps["output"].to_numpy(), a @ np.array(ex.v), atol=1e-14)
+    # the values are the corners of the unit square: every output lies in it
+    assert ((steps["output"].to_numpy() >= -1e-15) & (steps["output"].to_numpy() <= 1 + 1e-15)).all()
+
+
+def test_token_detail_and_contributions_add_up():
+    ex = w.EXAMPLES["four_tokens"]
+    steps = w.attention_steps(ex.q, ex.k, ex.v)
+    d = w.token_detail(ex.q, ex.k, ex.v, steps, 2)
+    np.testing.assert_allclose(d["exp_shifted"] / d["denominator"], d["weights"], rtol=1e-14)
+    np.testing.assert_array_equal(d["scores"], [1, 1, -1, -1])
+    parts = w.contributions(steps["weights"], ex.v, 2)
+    np.testing.assert_allclose(parts.groupby("dim").value.sum().to_numpy(), steps["output"].iloc[1], atol=1e-15)
+    cells = w.weights_long(steps["weights"])
+    assert len(cells) == 16 and cells.groupby("query").weight.sum().round(12).eq(1).all()
+    with pytest.raises(ValueError, match="token"):
+        w.token_detail(ex.q, ex.k, ex.v, steps, 5)
+
+
+def test_parse_matrix_accepts_numbers_and_names_the_bad_cell():
+    frame = pd.DataFrame([[1, "2.5"], [3, 4]])
+    assert w.parse_matrix("Q", frame, (2, 2)) == ((1.0, 2.5), (3.0, 4.0))
+    for bad, what in (
+        ([[1, None], [3, 4]], r"row 1, column 2 .*\(it is empty\)"),
+        ([[1, 2], [float("nan"), 4]], r"row 2, column 1 .*\(it is empty\)"),
+        ([[1, 2], ["abc", 4]], "row 2, column 1"),
+        ([[1, 2], [3, float("inf")]], "row 2, column 2"),
+        ([[1, 2], [3, 1e7]], "row 2, column 2"),
+    ):
+        with pytest.raises(ValueError, match=what):
+            w.parse_matrix("K", pd.DataFrame(bad), (2, 2))
+    with pytest.raises(ValueError, match="2 rows and 3 columns"):
+        w.parse_matrix("V", pd.DataFrame([[1, 2], [3, 4]]), (2, 3))
+
+
+def test_the_notes_softmax_of_8_2_1_is_wrong_and_really_about_0_997():
+    table = w.check_claims(0).set_index("claim")
+    row = table.loc["softmax([8, 2, 1])"]
+    assert row.verdict == "✗"
+    true = w.computed_value("softmax([8, 2, 1])")
+    np.testing.assert_allclose(true, [0.997, 0.002, 0.001], atol=5e-4)  # the 3-decimal rounding
+    assert row.max_abs_error == pytest.approx(0.99662 - 0.87, abs=1e-4)
+    assert table.loc["softmax([3, −3])"].verdict == "✗"  # 1 / (1 + e^-6) = 0.9975, not 0.95
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_every_other_claim_holds_for_several_seeds(seed):
+    table = w.check_claims(seed)
+    wrong = set(table.claim[table.verdict == "✗"])
+    assert wrong == {"softmax([8, 2, 1])", "softmax([3, −3])"}
+    assert len(table) == len(w.CLAIMS) and (table.tolerance >= 0).all()
+
+
+def test_tolerance_is_one_unit_in_the_last_printed_digit():
+    claim = w.Claim("x", "here", "softmax", (0.0, 0.0), (0.5, 0.5), 2)
+    assert w.tolerance(claim, stderr=0.0) == pytest.approx(0.01)
+    assert w.tolerance(claim, stderr=0.1) == pytest.approx(0.01 + 4 * 0.1)
+    exact = w.Claim("x", "here", "permute_rows", (0, 1, 2), (1, 2, 3), None)
+    assert w.tolerance(exact, stderr=0.0) == 0.0
