@@ -30,3 +30,40 @@ def heatmap(df: pd.DataFrame, *, x: str, y: str, value: str, title: str, scheme:
         )
         .properties(height=HEIGHT)
     )
+
+
+def measured_vs_theory_loglog(
+    df: pd.DataFrame, *, x: str, current, x_title: str, y_title: str, title: str, fmt: str = ".2f"
+):
+    """Measured values (column `empirical`, ±2 `stderr` bars) against `theory` on log-log axes.
+
+    df has columns x, empirical, stderr, theory; a dotted rule marks the current x.
+    """
+    x_enc = alt.X(f"{x}:Q", scale=alt.Scale(type="log", base=2), title=x_title)
+    y_scale = alt.Scale(type="log")
+    theory = (
+        alt.Chart(df)
+        .mark_line(color="#222222", strokeDash=[5, 3])
+        .encode(x=x_enc, y=alt.Y("theory:Q", scale=y_scale, title=y_title))
+    )
+    points = (
+        alt.Chart(df)
+        .mark_point(filled=True, size=70, color=SERIES_COLORS["unscaled"])
+        .encode(
+            x=x_enc,
+            y=alt.Y("empirical:Q", scale=y_scale),
+            tooltip=[
+                alt.Tooltip(f"{x}:Q"),
+                alt.Tooltip("empirical:Q", format=fmt),
+                alt.Tooltip("stderr:Q", format=fmt),
+                alt.Tooltip("theory:Q", format=fmt),
+            ],
+        )
+    )
+    bars = (
+        alt.Chart(df.assign(lo=df.empirical - 2 * df.stderr, hi=df.empirical + 2 * df.stderr))
+        .mark_rule(color=SERIES_COLORS["unscaled"])
+        .encode(x=x_enc, y=alt.Y("lo:Q", scale=y_scale), y2="hi:Q")
+    )
+    now = alt.Chart(pd.DataFrame({x: [current]})).mark_rule(color="#7570b3", strokeDash=[2, 2]).encode(x=x_enc)
+    return (theory + bars + points + now).properties(title=title, height=HEIGHT)

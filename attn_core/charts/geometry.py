@@ -10,7 +10,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from attn_core.charts.common import color_scale
+from attn_core.charts.common import color_scale, measured_vs_theory_loglog
 
 SQUARE = 430  # px: the 2-D picture keeps equal units on both axes
 VALUE_COLOR, OUTPUT_COLOR, QUERY_COLOR, HULL_COLOR = "#1b9e77", "#d95f02", "#7570b3", "#666666"
@@ -179,27 +179,13 @@ def cosine_histogram(bars: pd.DataFrame, curve: pd.DataFrame, d: int):
 
 
 def cosine_variance_loglog(df: pd.DataFrame, d: int):
-    """Measured Var cos(theta) against d on log-log axes, the 1/d line, and the current d."""
-    x = alt.X("d:Q", scale=alt.Scale(type="log", base=2), title="dimension d (log scale)")
-    y_scale = alt.Scale(type="log")
-    theory = (
-        alt.Chart(df)
-        .mark_line(color="#222222", strokeDash=[5, 3])
-        .encode(x=x, y=alt.Y("theory:Q", scale=y_scale, title="Var cos θ (log scale)"))
+    """Measured Var cos(theta) (±2 SE) against d on log-log axes, the 1/d line, and the current d."""
+    return measured_vs_theory_loglog(
+        df,
+        x="d",
+        current=d,
+        x_title="dimension d (log scale)",
+        y_title="Var cos θ (log scale)",
+        title="Var cos θ against d: measured and 1/d",
+        fmt=".5f",
     )
-    points = (
-        alt.Chart(df)
-        .mark_point(filled=True, size=70, color="#d95f02")
-        .encode(
-            x=x,
-            y=alt.Y("empirical:Q", scale=y_scale),
-            tooltip=[
-                "d",
-                alt.Tooltip("empirical:Q", format=".5f"),
-                alt.Tooltip("stderr:Q", format=".5f"),
-                alt.Tooltip("theory:Q", format=".5f"),
-            ],
-        )
-    )
-    now = alt.Chart(pd.DataFrame({"d": [d]})).mark_rule(color="#7570b3", strokeDash=[2, 2]).encode(x=x)
-    return (theory + points + now).properties(title="Var cos θ against d: measured and 1/d")

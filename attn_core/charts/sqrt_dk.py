@@ -5,7 +5,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from attn_core.charts.common import HEIGHT, color_scale
+from attn_core.charts.common import HEIGHT, color_scale, measured_vs_theory_loglog
 
 
 def score_histogram(bars: pd.DataFrame, curves: pd.DataFrame, series: str, band: float, title: str):
@@ -36,35 +36,13 @@ def score_histogram(bars: pd.DataFrame, curves: pd.DataFrame, series: str, band:
 
 def variance_loglog(df: pd.DataFrame, d_k: int):
     """Empirical variance against d_k on log-log axes, theory line, error bars and the current d_k."""
-    x = alt.X("d_k:Q", scale=alt.Scale(type="log", base=2), title="d_k (log scale)")
-    y_scale = alt.Scale(type="log")
-    theory = (
-        alt.Chart(df)
-        .mark_line(color="#222", strokeDash=[5, 3])
-        .encode(x=x, y=alt.Y("theory:Q", scale=y_scale, title="Var(q·k) (log scale)"))
-    )
-    points = (
-        alt.Chart(df)
-        .mark_point(filled=True, size=70, color="#d95f02")
-        .encode(
-            x=x,
-            y=alt.Y("empirical:Q", scale=y_scale),
-            tooltip=[
-                "d_k",
-                alt.Tooltip("empirical:Q", format=".2f"),
-                alt.Tooltip("stderr:Q", format=".2f"),
-                alt.Tooltip("theory:Q", format=".2f"),
-            ],
-        )
-    )
-    bars = (
-        alt.Chart(df.assign(lo=df.empirical - 2 * df.stderr, hi=df.empirical + 2 * df.stderr))
-        .mark_rule(color="#d95f02")
-        .encode(x=x, y=alt.Y("lo:Q", scale=y_scale), y2="hi:Q")
-    )
-    now = alt.Chart(pd.DataFrame({"d_k": [d_k]})).mark_rule(color="#7570b3", strokeDash=[2, 2]).encode(x=x)
-    return (theory + bars + points + now).properties(
-        title="Empirical variance (±2 SE) follows the theory line", height=HEIGHT
+    return measured_vs_theory_loglog(
+        df,
+        x="d_k",
+        current=d_k,
+        x_title="d_k (log scale)",
+        y_title="Var(q·k) (log scale)",
+        title="Empirical variance (±2 SE) follows the theory line",
     )
 
 
