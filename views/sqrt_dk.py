@@ -50,18 +50,23 @@ with left, friendly_errors("The score histograms"):
     m3.metric("Var(q·k/√d_k)", f"{s['var']:.3f}")
     m4.metric(
         "in [-3, 3]",
-        f"{u['share_within_pm3']:.0%} → {s['share_within_pm3']:.0%}",
-        help="Share of scores in softmax's responsive range: unscaled → scaled.",
+        f"{u['share_within_pm3']:.0%}",
+        delta=f"scaled: {s['share_within_pm3']:.0%}",
+        delta_color="off",
+        help="Share of unscaled scores in softmax's responsive range [-3, 3]; below it, the scaled share.",
     )
-    h1, h2 = st.columns(2)
-    h1.altair_chart(
-        charts.score_histogram(bars, curves, "unscaled", 3 * u["std"], "q·k with N(0, d_k), shaded ±3σ"),
-        width="stretch",
-    )
-    h2.altair_chart(
-        charts.score_histogram(bars, curves, "scaled", 3 * s["std"], "q·k / √d_k with N(0, 1), shaded ±3σ"),
-        width="stretch",
-    )
+    if st.toggle("overlay both on one axis", value=True, key="overlay"):
+        st.altair_chart(charts.overlaid_histograms(bars, curves), width="stretch")
+    else:
+        h1, h2 = st.columns(2)
+        h1.altair_chart(
+            charts.score_histogram(bars, curves, "unscaled", 3 * u["std"], "q·k with N(0, d_k), shaded ±3σ"),
+            width="stretch",
+        )
+        h2.altair_chart(
+            charts.score_histogram(bars, curves, "scaled", 3 * s["std"], "q·k / √d_k with N(0, 1), shaded ±3σ"),
+            width="stretch",
+        )
     st.caption(
         f"±3σ holds {u['share_within_3sigma']:.2%} of the unscaled and {s['share_within_3sigma']:.2%} of the scaled "
         f"scores ({n_pairs} pairs; a Gaussian holds 99.73%)."

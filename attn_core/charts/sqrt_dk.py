@@ -34,6 +34,44 @@ def score_histogram(bars: pd.DataFrame, curves: pd.DataFrame, series: str, band:
     return (shade + hist + theory).properties(title=title, height=HEIGHT)
 
 
+def overlaid_histograms(bars: pd.DataFrame, curves: pd.DataFrame):
+    """Unscaled and scaled scores on one axis with their N(0, d_k) and N(0, 1) densities.
+
+    The band [-3, 3] is where softmax still responds to a change of its inputs.
+    """
+    domain = ["unscaled", "scaled"]
+    color = alt.Color("series:N", scale=color_scale(domain), title=None)
+    hist = (
+        alt.Chart(bars)
+        .mark_rect(opacity=0.6)
+        .encode(
+            x=alt.X("left:Q", title="score (unscaled q·k, or q·k / √d_k)"),
+            x2="right:Q",
+            y=alt.Y("density:Q", title="density"),
+            color=color,
+            tooltip=[
+                alt.Tooltip("series:N"),
+                alt.Tooltip("left:Q", format=".2f"),
+                alt.Tooltip("right:Q", format=".2f"),
+                alt.Tooltip("density:Q", format=".4f"),
+            ],
+        )
+    )
+    theory = (
+        alt.Chart(curves)
+        .mark_line(strokeDash=[5, 3], color="#222222")
+        .encode(x=alt.X("x:Q"), y=alt.Y("density:Q"), detail=alt.Detail("series:N"))
+    )
+    band = (
+        alt.Chart(pd.DataFrame({"lo": [-3.0], "hi": [3.0]}))
+        .mark_rect(opacity=0.08, color="#444444")
+        .encode(x=alt.X("lo:Q"), x2=alt.X2("hi:Q"))
+    )
+    return (band + hist + theory).properties(
+        title="Both on one axis: dashed N(0, d_k) and N(0, 1); shaded [-3, 3]", height=HEIGHT
+    )
+
+
 def variance_loglog(df: pd.DataFrame, d_k: int):
     """Empirical variance against d_k on log-log axes, theory line, error bars and the current d_k."""
     return measured_vs_theory_loglog(

@@ -8,7 +8,10 @@ PAGE = "views/sqrt_dk.py"
 def test_renders_at_defaults_with_formula_and_charts(open_page):
     at = open_page(PAGE)
     assert_clean(at)
-    assert len(at.get("vega_lite_chart")) == 4
+    assert len(at.get("vega_lite_chart")) == 3  # overlaid histograms, variance sweep, softmax row
+    at.toggle(key="overlay").set_value(False).run()
+    assert_clean(at)
+    assert len(at.get("vega_lite_chart")) == 4  # the two histograms side by side
     assert any("d_k" in latex.value for latex in at.latex)
     assert at.expander  # the predict-first answer is folded away
 
