@@ -96,3 +96,29 @@ def resolve_scale(scale, d_k: int) -> float:
     if scale is None:
         return 1.0 / math.sqrt(d_k)
     return check_positive("scale", scale)
+
+
+def check_finite(name: str, x: torch.Tensor) -> torch.Tensor:
+    """Raise unless every entry of `x` is finite: attention of NaN or infinity has no defined value."""
+    if not bool(torch.isfinite(x).all()):
+        raise ValueError(f"{name} must contain only finite numbers (found NaN or infinity)")
+    return x
+
+
+def check_logit_range(q: torch.Tensor, k: torch.Tensor, factor: float, dtype: torch.dtype) -> None:
+    """Raise if a logit q.k * factor, or a step on the way to it, could overflow `dtype`.
+
+    By Cauchy-Schwarz |q_i.k_j| <= max_i |q_i| max_j |k_j|: an O(n d) bound, checked in float64,
+    that guarantees the n_q x n_k logits stay finite without computing them. The naive path forms
+    q.k before scaling, the tiled path scales q first: both intermediates are bounded too.
+    """
+    if q.numel() == 0 or k.numel() == 0:  # an empty batch has no logits to overflow
+        return
+    q_norm, k_norm = float(q.double().norm(dim=-1).amax()), float(k.double().norm(dim=-1).amax())
+    bound = max(q_norm * k_norm * max(1.0, factor), q_norm * factor)
+    limit = torch.finfo(dtype).max
+    if not math.isfinite(bound) or bound > limit:
+        raise ValueError(
+            f"q and k are too large for {dtype}: |q·k| · scale / temperature could reach {bound:.3g}, beyond "
+            f"{limit:.3g}, and the logits would overflow. Rescale q or k, raise the temperature, or use float64."
+        )

@@ -9,7 +9,14 @@ from __future__ import annotations
 
 import torch
 
-from attn_core._checks import check_mask, check_positive, check_qkv, resolve_scale
+from attn_core._checks import (
+    check_finite,
+    check_logit_range,
+    check_mask,
+    check_positive,
+    check_qkv,
+    resolve_scale,
+)
 from attn_core.budget import check_budget, tensor_bytes
 
 # logits, exp(logits - max) and the weights are alive together at the peak (measured by attn_core.bench)
@@ -27,6 +34,8 @@ def masked_softmax(logits: torch.Tensor, mask: torch.Tensor | None = None) -> to
     Masked logits become -inf, so exp() sends them to exactly 0 and their gradient is exactly 0.
     A row with no allowed key has sum 0: it is divided by 1 instead, giving zeros and no NaN.
     """
+    if bool((torch.isnan(logits) | (logits == float("inf"))).any()):
+        raise ValueError("logits must not contain NaN or +infinity (-infinity is allowed: it hides a key)")
     x = logits if mask is None else logits.masked_fill(~mask, float("-inf"))
     row_max = x.amax(dim=-1, keepdim=True).detach()  # shift only: softmax is shift-invariant
     row_max = torch.where(torch.isfinite(row_max), row_max, torch.zeros_like(row_max))
@@ -46,6 +55,9 @@ def naive_attention(q, k, v, mask=None, *, scale=None, temperature=1.0):
     n_q, n_k, d_k, _ = check_qkv(q, k, v)
     scale = resolve_scale(scale, d_k)
     temperature = check_positive("temperature", temperature)
+    for name, x in (("q", q), ("k", k), ("v", v)):
+        check_finite(name, x)
+    check_logit_range(q, k, scale / temperature, softmax_dtype(q.dtype))
     logits_shape = (*torch.broadcast_shapes(q.shape[:-2], k.shape[:-2]), n_q, n_k)
     check_budget(
         tensor_bytes(logits_shape, softmax_dtype(q.dtype), SCORE_COPIES),

@@ -16,7 +16,15 @@ from dataclasses import dataclass, field
 
 import torch
 
-from attn_core._checks import check_int, check_mask, check_positive, check_qkv, resolve_scale
+from attn_core._checks import (
+    check_finite,
+    check_int,
+    check_logit_range,
+    check_mask,
+    check_positive,
+    check_qkv,
+    resolve_scale,
+)
 from attn_core.budget import check_budget, tensor_bytes
 from attn_core.naive import softmax_dtype
 
@@ -67,6 +75,9 @@ def _prepare(q, k, v, mask, scale, temperature, block_q, block_k):
     n_q, n_k, d_k, _ = check_qkv(q, k, v)
     scale = resolve_scale(scale, d_k)
     temperature = check_positive("temperature", temperature)
+    for name, x in (("q", q), ("k", k), ("v", v)):
+        check_finite(name, x)
+    check_logit_range(q, k, scale / temperature, softmax_dtype(q.dtype))
     check_int("block_q", block_q, minimum=1)
     check_int("block_k", block_k, minimum=1)
     batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])

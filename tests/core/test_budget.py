@@ -16,7 +16,7 @@ def test_default_budget_fits_a_1_gb_host():
 
 def test_naive_refuses_before_allocating_and_points_to_tiled():
     # 1 x 4096 x 4096 fp32 logits x 3 copies = 192 MiB: over a 100 MiB budget, under 200 MiB.
-    q = torch.empty(1, 4096, 8)  # uninitialised: nothing of size n x n exists yet
+    q = torch.zeros(1, 4096, 8)  # nothing of size n x n exists yet
     with memory_budget(100), pytest.raises(MemoryBudgetError, match="tiled_attention"):
         naive_attention(q, q, q)
     with memory_budget(200):
