@@ -1,5 +1,8 @@
 import os
 
+# Deployments redact tracebacks (.streamlit/config.toml); tests want the full message when a page fails.
+os.environ.setdefault("STREAMLIT_CLIENT_SHOW_ERROR_DETAILS", "full")
+
 import torch
 from hypothesis import HealthCheck, settings
 
