@@ -1,10 +1,12 @@
 import os
 
-# Deployments redact tracebacks (.streamlit/config.toml); tests want the full message when a page fails.
-os.environ.setdefault("STREAMLIT_CLIENT_SHOW_ERROR_DETAILS", "full")
 
 import torch
 from hypothesis import HealthCheck, settings
+from streamlit import config as streamlit_config
+
+# Deployments redact error messages (.streamlit/config.toml); AppTest failures should show them in full.
+streamlit_config.set_option("client.showErrorDetails", "full")
 
 # Deterministic property tests: the same examples on every run, and no deadline on a slow CI.
 settings.register_profile(
