@@ -1,6 +1,5 @@
 import os
 
-
 import torch
 from hypothesis import HealthCheck, settings
 from streamlit import config as streamlit_config
