@@ -5,6 +5,7 @@ import torch
 
 from ui.frame import sidebar
 from ui.registry import PAGES, SECTIONS
+from ui.state import url_notices
 
 # The pages' tensors are small: one thread per op wastes no time waking a pool and lets 30 sessions
 # share two cores instead of fighting over them.
@@ -20,3 +21,4 @@ for section in SECTIONS:
 sidebar()
 page = st.navigation(navigation)
 page.run()
+url_notices()

@@ -8,6 +8,8 @@ import platform
 import streamlit as st
 import torch
 
+from ui import state
+
 DEFAULT_SEED = 0
 
 
@@ -50,17 +52,16 @@ def hardware_label() -> str:
 
 def sidebar() -> None:
     """The sidebar shared by all pages: the seed and the hardware in use."""
-    with st.sidebar:
-        st.number_input(
-            "Random seed",
-            min_value=0,
-            max_value=2**31 - 1,
-            value=DEFAULT_SEED,
-            step=1,
-            key="seed",
-            help="Every random draw on every page comes from this seed: same seed, same numbers.",
-        )
-        st.caption(hardware_label())
+    state.number_input(
+        "Random seed",
+        0,
+        2**31 - 1,
+        DEFAULT_SEED,
+        key="seed",
+        where=st.sidebar,
+        help="Every random draw on every page comes from this seed: same seed, same numbers.",
+    )
+    st.sidebar.caption(hardware_label())
 
 
 @contextlib.contextmanager

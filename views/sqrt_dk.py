@@ -3,9 +3,11 @@ import streamlit as st
 from attn_core.charts import sqrt_dk as charts
 from attn_core.stats import DISTRIBUTIONS
 from attn_core.tables import sqrt_dk as tables
+from ui import state as controls
 from ui.frame import formula, friendly_errors, header, notice, predict_first, seed
 
 SWEEP_PAIRS = 2000  # per d_k in the sweep: a 3% standard error on each variance, one cheap draw
+PAIRS = [1000, 2000, 5000, 10000, 20000]
 LABELS = {"normal": "standard normal", "uniform": "uniform, unit variance", "shifted": "normal with mean μ ≠ 0"}
 
 histograms = st.cache_data(max_entries=32)(tables.score_histograms)
@@ -23,11 +25,13 @@ predict_first(
 
 with st.container(border=True):
     c1, c2, c3, c4 = st.columns(4)
-    d_k = c1.select_slider("d_k", options=list(tables.D_K_SWEEP), value=64, key="d_k")
-    n_pairs = c2.select_slider("query/key pairs", options=[1000, 2000, 5000, 10000, 20000], value=5000, key="n_pairs")
-    distribution = c3.selectbox("entries drawn from", DISTRIBUTIONS, format_func=LABELS.get, key="distribution")
-    mean = c3.slider("mean μ", 0.0, 2.0, 0.5, 0.1, key="mean", disabled=distribution != "shifted")
-    temperature = c4.slider("softmax temperature T", 0.1, 5.0, 1.0, 0.1, key="temperature")
+    d_k = controls.select_slider("d_k", list(tables.D_K_SWEEP), 64, key="d_k", where=c1)
+    n_pairs = controls.select_slider("query/key pairs", PAIRS, 5000, key="n_pairs", where=c2)
+    distribution = controls.selectbox(
+        "entries drawn from", DISTRIBUTIONS, "normal", key="distribution", where=c3, format_func=LABELS.get
+    )
+    mean = controls.slider("mean μ", 0.0, 2.0, 0.5, 0.1, key="mean", where=c3, disabled=distribution != "shifted")
+    temperature = controls.slider("softmax temperature T", 0.1, 5.0, 1.0, 0.1, key="temperature", where=c4)
 
 left, right = st.columns([3, 2])
 with right:
@@ -55,7 +59,7 @@ with left, friendly_errors("The score histograms"):
         delta_color="off",
         help="Share of unscaled scores in softmax's responsive range [-3, 3]; below it, the scaled share.",
     )
-    if st.toggle("overlay both on one axis", value=True, key="overlay"):
+    if controls.toggle("overlay both on one axis", True, key="overlay"):
         st.altair_chart(charts.overlaid_histograms(bars, curves), width="stretch")
     else:
         h1, h2 = st.columns(2)

@@ -21,3 +21,12 @@ def test_page_renders_without_exception(server, page, name, path):
     if path:  # every explorer page draws at least one chart
         page.wait_for_selector('[data-testid="stVegaLiteChart"] canvas, [data-testid="stVegaLiteChart"] svg')
         page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
+
+
+def test_a_shared_link_reproduces_the_view(server, page):
+    page.goto(f"{server}/sqrt_dk?d_k=256&distribution=uniform&seed=3")
+    wait_for_app(page)
+    theory = page.locator('[data-testid="stMetric"]').filter(has_text="theory: d_k")
+    assert "256" in theory.inner_text()
+    assert page.get_by_text("uniform, unit variance").count() > 0
+    assert "d_k=256" in page.url and "seed=3" in page.url  # the address bar still describes the view

@@ -1,0 +1,68 @@
+"""Controls mirrored in the URL: set controls -> URL -> a fresh app from that URL -> the same view."""
+
+from app_helpers import APP, assert_clean, metric
+from streamlit.testing.v1 import AppTest
+
+PAGE = "views/sqrt_dk.py"
+
+
+def fresh(params: dict) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=120)
+    for key, value in params.items():
+        at.query_params[key] = value
+    at.switch_page(PAGE)
+    return at.run()
+
+
+def test_controls_round_trip_through_the_url():
+    at = fresh({})
+    at.select_slider(key="d_k").set_value(256).run()
+    at.selectbox(key="distribution").set_value("shifted").run()
+    at.slider(key="mean").set_value(1.2).run()
+    at.toggle(key="overlay").set_value(False).run()
+    at.sidebar.number_input(key="seed").set_value(42).run()
+    assert_clean(at)
+    url = dict(at.query_params)
+    assert url["d_k"] == "256" and url["distribution"] == "shifted" and url["seed"] == "42"
+    view = metric(at, "Var(q·k)")
+
+    again = fresh(url)  # another student opens the copied link
+    assert_clean(again)
+    assert again.select_slider(key="d_k").value == 256
+    assert again.selectbox(key="distribution").value == "shifted"
+    assert again.slider(key="mean").value == 1.2
+    assert again.toggle(key="overlay").value is False
+    assert again.sidebar.number_input(key="seed").value == 42
+    assert metric(again, "Var(q·k)") == view  # same seed, same controls: the same numbers
+
+
+def test_invalid_or_hostile_values_fall_back_to_defaults_with_a_notice():
+    at = fresh(
+        {
+            "d_k": "100",  # not an option
+            "temperature": "nan",
+            "mean": "1e999",
+            "distribution": "<script>alert(1)</script>",
+            "seed": "-5",
+            "overlay": "maybe",
+            "n_pairs": "9" * 500,
+        }
+    )
+    assert_clean(at)
+    assert at.select_slider(key="d_k").value == 64
+    assert at.slider(key="temperature").value == 1.0
+    assert at.selectbox(key="distribution").value == "normal"
+    assert at.sidebar.number_input(key="seed").value == 0
+    assert at.toggle(key="overlay").value is True
+    notices = [t.value for t in at.toast]
+    assert len(notices) == 7 and all("ignored" in n for n in notices)
+    assert at.query_params["d_k"] == "64"  # the URL now describes what is shown
+
+
+def test_state_survives_a_page_switch():
+    at = fresh({})
+    at.select_slider(key="d_k").set_value(512).run()
+    at.switch_page("views/home.py").run()
+    at.switch_page(PAGE).run()
+    assert_clean(at)
+    assert at.select_slider(key="d_k").value == 512
