@@ -1,6 +1,12 @@
 """Helpers for the browser tests (headless Chromium against a real streamlit server)."""
 
+import os
 import pathlib
+import shutil
+
+import pytest
+
+from tools.server import CHROMIUM
 
 SCREENSHOTS = pathlib.Path(__file__).resolve().parents[1] / "artifacts" / "screenshots"  # git-ignored
 
@@ -17,3 +23,11 @@ def wait_for_app(page, timeout_ms: int = 60_000) -> None:
         timeout=timeout_ms,
     )
     page.wait_for_timeout(800)  # let Vega finish drawing before a screenshot
+
+
+def chromium_or_skip() -> None:
+    """Skip when Debian's chromium is missing; in CI that is a failure instead."""
+    if not os.path.exists(CHROMIUM) and not shutil.which("chromium"):
+        if os.environ.get("CI"):
+            pytest.fail("CI must have Debian's chromium at /usr/bin/chromium (.ci/run installs it)")
+        pytest.skip("Debian's chromium is not installed (apt-get install -y chromium)")

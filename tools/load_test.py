@@ -1,0 +1,374 @@
+"""A classroom load test: N concurrent browser sessions change controls on a real server.
+
+    python -m tools.load_test --sessions 30 --changes 20 --out benchmarks/load_test.md
+
+Starts `streamlit run app.py` on a free loopback port (tools/server.py), then drives N sessions at
+once from one headless Chromium (N browser contexts, Playwright's async API). Each session opens a
+page and makes `changes` changes: a slider moved with the keyboard, a checkbox or toggle clicked,
+or (every fifth change) another page chosen in the sidebar navigation.
+
+Change -> rerun time: from just before the key press or click until the app's script has run to
+its end. An init script counts every change of `stApp`'s `data-test-script-state` attribute
+(Streamlit 1.67 sets `initial`, `running`, `rerunRequested`, `notRunning`, ...); a change has
+finished when that count has moved since the action, the state is `notRunning` and no
+`stStatusWidget` is shown. It includes the widget's own debounce before the client sends the
+value, the server's run and the browser drawing the result.
+
+Errors: a change whose page then shows `stException` or an error `stAlert`, a page crash, or a
+change that did not finish within the per-action timeout. Server memory: RSS of the server process
+and its children from /proc, sampled every 0.5 s: baseline after start plus one warm visit to
+every page, the peak during the run, and a few seconds after every session has closed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime
+import os
+import pathlib
+import platform
+import random
+import shlex
+import statistics
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tools.server import CHROMIUM, CHROMIUM_ARGS, streamlit_server  # noqa: E402
+from ui.registry import PAGES  # noqa: E402
+
+PAGE_NAMES = [pathlib.Path(p.path).stem for p in PAGES]
+VIEWPORT = {"width": 1400, "height": 1000}
+
+# Runs in every document before the app's own scripts: counts script-state changes of stApp.
+COUNT_STATE_CHANGES = """
+window.__ltChanges = 0;
+new MutationObserver((records) => { window.__ltChanges += records.length; })
+    .observe(document, {attributes: true, subtree: true, attributeFilter: ['data-test-script-state']});
+"""
+CHANGES = "() => window.__ltChanges"
+RUN_FINISHED = """(before) => {
+    const app = document.querySelector('[data-testid="stApp"]');
+    return window.__ltChanges > before && app && app.dataset.testScriptState === 'notRunning'
+        && !document.querySelector('[data-testid="stStatusWidget"]');
+}"""
+FIRST_RUN_FINISHED = """() => {
+    const app = document.querySelector('[data-testid="stApp"]');
+    return app && app.dataset.testScriptState === 'notRunning'
+        && !document.querySelector('[data-testid="stStatusWidget"]')
+        && document.querySelector('[data-testid="stMainBlockContainer"] [data-testid="stHeading"]');
+}"""
+STATE = """() => [document.querySelector('[data-testid="stApp"]')?.dataset.testScriptState,
+    window.__ltChanges, !!document.querySelector('[data-testid="stStatusWidget"]')].join('/')"""
+ERRORS_SHOWN = """() => document.querySelectorAll(
+    '[data-testid="stException"], [data-testid="stAlertContentError"]').length"""
+# Marks one visible, enabled control of the main area with data-lt-target and describes it.
+PICK_CONTROL = """([kind, r]) => {
+    document.querySelectorAll('[data-lt-target]').forEach(e => e.removeAttribute('data-lt-target'));
+    const main = document.querySelector('[data-testid="stMain"]');
+    const shown = (box) => box.checkVisibility() && box.getBoundingClientRect().width > 0;
+    const sel = kind === 'slider' ? '[data-testid="stSlider"]' : '[data-testid="stCheckbox"]';
+    const inner = kind === 'slider' ? 'input[type=range]' : 'input[type=checkbox]';
+    // a control inside a form reruns nothing until the form is submitted: not a change to time
+    const boxes = [...main.querySelectorAll(sel)].filter(
+        b => shown(b) && !b.querySelector(inner).disabled && !b.closest('[data-testid="stForm"]'));
+    if (!boxes.length) return null;
+    const box = boxes[Math.floor(r * boxes.length)];
+    const input = box.querySelector(inner);
+    const target = kind === 'slider' ? input : box.querySelector('label');
+    target.setAttribute('data-lt-target', '1');
+    return {label: input.getAttribute('aria-label') || box.innerText.trim().slice(0, 40),
+            value: Number(input.value), min: Number(input.min), max: Number(input.max)};
+}"""
+
+
+@dataclass
+class SessionResult:
+    changes: list[tuple[str, str, float]] = field(default_factory=list)  # (kind, what, seconds) per finished change
+    errors: list[str] = field(default_factory=list)
+    planned: int = 0
+
+
+async def _finish(page, before: int, timeout_ms: float) -> None:
+    await page.wait_for_function(RUN_FINISHED, arg=before, timeout=timeout_ms, polling=50)
+
+
+async def _change(page, c: int, rng: random.Random, pages: list[str]) -> tuple[str, str]:
+    """Make change number c; return its kind (slider, checkbox, page) and what was done.
+
+    `pages` is the session's round of pages, the current one first; a page switch rotates it.
+    """
+    info = None
+    if c % 5 != 4:
+        kind = "checkbox" if rng.random() < 0.2 else "slider"
+        info = await page.evaluate(PICK_CONTROL, [kind, rng.random()])
+        if info is None and kind == "checkbox":
+            kind, info = "slider", await page.evaluate(PICK_CONTROL, ["slider", rng.random()])
+    if info is None:  # every fifth change, or a page without a usable control
+        pages.append(pages.pop(0))
+        await page.locator(f'[data-testid="stSidebarNavLink"][href$="/{pages[0]}"]').click()
+        return "page", f"go to {pages[0]}"
+    target = page.locator("[data-lt-target]")
+    if kind == "checkbox":
+        await target.click()
+        return kind, f"click {info['label']!r} on {pages[0]}"
+    key = _slider_key(info, rng)
+    await target.focus()
+    await page.keyboard.press(key)
+    return kind, f"{key} on slider {info['label']!r} of {pages[0]}"
+
+
+def _slider_key(info: dict, rng: random.Random) -> str:
+    """A key that surely moves the slider: at an end only the way back in; End/Home now and then."""
+    if info["value"] >= info["max"]:
+        return "ArrowLeft" if rng.random() < 0.8 else "Home"
+    if info["value"] <= info["min"]:
+        return "ArrowRight" if rng.random() < 0.8 else "End"
+    return rng.choice(["ArrowRight"] * 5 + ["ArrowLeft"] * 3 + ["End", "Home"])
+
+
+async def run_session(browser, url: str, idx: int, changes: int, timeout_ms: float, seed: int, result) -> None:
+    """One student: open a page, then make `changes` changes, timing each to its finished rerun."""
+    rng = random.Random(seed * 1000 + idx)
+    pages = PAGE_NAMES[idx % len(PAGE_NAMES) :] + PAGE_NAMES[: idx % len(PAGE_NAMES)]
+    context = await browser.new_context(viewport=VIEWPORT)
+    try:
+        await context.add_init_script(COUNT_STATE_CHANGES)
+        page = await context.new_page()
+        page.on("crash", lambda _: result.errors.append(f"session {idx}: page crashed"))
+        await page.goto(f"{url}/{pages[0]}", timeout=timeout_ms)
+        await page.wait_for_function(FIRST_RUN_FINISHED, timeout=timeout_ms, polling=100)
+        for c in range(changes):
+            before = await page.evaluate(CHANGES)
+            start = time.perf_counter()
+            kind, what = await _change(page, c, rng, pages)
+            try:
+                await _finish(page, before, timeout_ms)
+            except Exception as e:  # noqa: BLE001 - a timeout or a crash: count it and go on
+                state = await page.evaluate(STATE)
+                result.errors.append(f"session {idx} change {c} ({what}): {type(e).__name__}, state {state}")
+                continue
+            result.changes.append((kind, f"session {idx}: {what}", time.perf_counter() - start))
+            if await page.evaluate(ERRORS_SHOWN):
+                result.errors.append(f"session {idx} change {c} ({what}): error shown on the page")
+    except Exception as e:  # noqa: BLE001 - the session could not go on
+        result.errors.append(f"session {idx}: {type(e).__name__}: {str(e).splitlines()[0][:200]}")
+    finally:
+        await context.close()
+
+
+async def run_sessions(url: str, sessions: int, changes: int, timeout_s: float = 60, seed: int = 0, total_s=900):
+    """N concurrent sessions from one browser, all cut off after total_s; returns their results and the wall time."""
+    from playwright.async_api import async_playwright
+
+    results = [SessionResult(planned=changes) for _ in range(sessions)]
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        try:
+            start = time.perf_counter()
+            jobs = [
+                asyncio.create_task(run_session(browser, url, i, changes, 1000 * timeout_s, seed, r))
+                for i, r in enumerate(results)
+            ]
+            _, late = await asyncio.wait(jobs, timeout=total_s)
+            for i, job in enumerate(jobs):
+                if job in late:
+                    job.cancel()
+                    results[i].errors.append(f"session {i}: cut off by the global timeout ({total_s:.0f} s)")
+            await asyncio.gather(*late, return_exceptions=True)
+            return results, time.perf_counter() - start
+        finally:
+            await browser.close()
+
+
+async def warm_visit(url: str, timeout_s: float = 120) -> None:
+    """One session visits every page once, so the baseline has the modules imported and caches warm."""
+    from playwright.async_api import async_playwright
+
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        try:
+            page = await browser.new_page(viewport=VIEWPORT)
+            for name in PAGE_NAMES:
+                await page.goto(f"{url}/{name}", timeout=1000 * timeout_s)
+                await page.wait_for_function(FIRST_RUN_FINISHED, timeout=1000 * timeout_s, polling=100)
+        finally:
+            await browser.close()
+
+
+def tree_pids(root: int) -> list[int]:
+    """The process and all its descendants, from the ppid field of /proc/*/stat."""
+    children: dict[int, list[int]] = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                stat = pathlib.Path(f"/proc/{d}/stat").read_text()
+            except OSError:
+                continue
+            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+            children.setdefault(ppid, []).append(int(d))
+    pids, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        pids.append(pid)
+        todo += children.get(pid, [])
+    return pids
+
+
+def tree_rss_mb(root: int) -> float:
+    total_kb = 0
+    for pid in tree_pids(root):
+        try:
+            for line in pathlib.Path(f"/proc/{pid}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total_kb += int(line.split()[1])
+        except OSError:
+            pass
+    return total_kb / 1024
+
+
+class MemorySampler(threading.Thread):
+    """Samples the server tree's RSS every `interval` s; `peak_since(t)` reads the samples."""
+
+    def __init__(self, pid: int, interval: float = 0.5):
+        super().__init__(daemon=True)
+        self.pid, self.interval = pid, interval
+        self.samples: list[tuple[float, float]] = []
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        while not self.stop.is_set():
+            self.samples.append((time.monotonic(), tree_rss_mb(self.pid)))
+            self.stop.wait(self.interval)
+
+    def peak_between(self, t0: float, t1: float) -> float:
+        return max((mb for t, mb in self.samples if t0 <= t <= t1), default=float("nan"))
+
+
+def percentile(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, round(q * (len(xs) - 1)))] if xs else float("nan")
+
+
+def machine() -> dict[str, str]:
+    cpu = next((ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if ln.startswith("model name")), "unknown")
+    import streamlit
+    import torch
+
+    return {
+        "nproc": str(os.cpu_count()),
+        "cpu": cpu,
+        "memory": f"{os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30:.0f} GiB",
+        "python": platform.python_version(),
+        "streamlit": streamlit.__version__,
+        "torch": torch.__version__,
+    }
+
+
+def _row(name: str, ts: list[float]) -> str:
+    if not ts:
+        return f"| {name} | 0 | - | - | - | - |"
+    q = (percentile(ts, 0.5), percentile(ts, 0.95), max(ts), statistics.fmean(ts))
+    return f"| {name} | {len(ts)} | " + " | ".join(f"{x:.2f}" for x in q) + " |"
+
+
+def report(args, results, wall_s, mem: dict[str, float], command: str) -> tuple[str, bool]:
+    done = [ch for r in results for ch in r.changes]
+    times = [t for _, _, t in done]
+    errors = [e for r in results for e in r.errors]
+    planned = sum(r.planned for r in results)
+    p95 = percentile(times, 0.95)
+    m = machine()
+    growth = mem["after"] - mem["baseline"]
+    goals = [
+        ("0 errors", len(errors) == 0, f"{len(errors)} errors"),
+        ("p95 change→rerun < 1.5 s", p95 < 1.5, f"p95 = {p95:.2f} s"),
+        ("memory after close within 100 MB of baseline", growth <= 100, f"{growth:+.0f} MB"),
+    ]
+    lines = [
+        "# Classroom load test",
+        "",
+        f"- date: {datetime.datetime.now().astimezone():%Y-%m-%d %H:%M %Z}",
+        f"- machine: {m['nproc']} CPUs ({m['cpu']}), {m['memory']} RAM",
+        f"- versions: python {m['python']}, streamlit {m['streamlit']}, torch {m['torch']}",
+        f"- command: `{command}`",
+        f"- sessions × changes: {args.sessions} × {args.changes} = {planned} planned changes, "
+        f"{len(times)} finished; wall time {wall_s:.0f} s",
+        "- the client (one headless Chromium with one context per session) runs on the same machine as "
+        "the server and shares its CPUs",
+        "",
+        "| goal | met | measured |",
+        "| --- | --- | --- |",
+        *[f"| {g} | {'yes' if ok else 'NO'} | {v} |" for g, ok, v in goals],
+        "",
+        "## Change → rerun time",
+        "",
+        "| changes | count | p50 s | p95 s | max s | mean s |",
+        "| --- | ---: | ---: | ---: | ---: | ---: |",
+        _row("all", times),
+        *[_row(kind, [t for k, _, t in done if k == kind]) for kind in ("slider", "checkbox", "page")],
+        "",
+        "Slowest changes:",
+        "",
+        *[f"- {t:.2f} s: {what}" for _, what, t in sorted(done, key=lambda ch: -ch[2])[:5]],
+        "",
+        "## Server memory (RSS of the server process and its children)",
+        "",
+        "| baseline MB | peak MB | after close MB | after close − baseline MB |",
+        "| ---: | ---: | ---: | ---: |",
+        f"| {mem['baseline']:.0f} | {mem['peak']:.0f} | {mem['after']:.0f} | {growth:+.0f} |",
+        "",
+        f"Baseline: after start and one warm visit to every page. After close: {args.settle:.0f} s after "
+        "the last session closed.",
+        "",
+        "## Errors",
+        "",
+        *([f"- {e}" for e in errors[:50]] or ["none"]),
+        *([f"- ... and {len(errors) - 50} more"] if len(errors) > 50 else []),
+        "",
+    ]
+    return "\n".join(lines), all(ok for _, ok, _ in goals)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sessions", type=int, default=30)
+    parser.add_argument("--changes", type=int, default=20)
+    parser.add_argument("--action-timeout", type=float, default=60, help="seconds one change may take")
+    parser.add_argument("--global-timeout", type=float, default=900, help="seconds for all sessions")
+    parser.add_argument("--settle", type=float, default=5, help="seconds to wait after close before measuring")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", type=pathlib.Path)
+    args = parser.parse_args()
+    command = "python -m tools.load_test " + shlex.join(sys.argv[1:])
+
+    with streamlit_server() as srv:
+        sampler = MemorySampler(srv.proc.pid)
+        sampler.start()
+        try:
+            asyncio.run(warm_visit(srv.url))
+            time.sleep(2)
+            baseline = tree_rss_mb(srv.proc.pid)
+            t0 = time.monotonic()
+            run = run_sessions(
+                srv.url, args.sessions, args.changes, args.action_timeout, args.seed, args.global_timeout
+            )
+            results, wall_s = asyncio.run(run)
+            t1 = time.monotonic()
+            time.sleep(args.settle)
+            mem = {"baseline": baseline, "peak": sampler.peak_between(t0, t1), "after": tree_rss_mb(srv.proc.pid)}
+        finally:
+            sampler.stop.set()
+    text, ok = report(args, results, wall_s, mem, command)
+    print(text)
+    if args.out:
+        args.out.write_text(text)
+
+
+if __name__ == "__main__":
+    main()
