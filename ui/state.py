@@ -142,6 +142,29 @@ def selectbox(label: str, options: Sequence, default, *, key: str, where=st, **k
     )
 
 
+def radio(label: str, options: Sequence, default, *, key: str, where=st, **kwargs):
+    return _draw(
+        where.radio,
+        key,
+        _choice(options),
+        {"index": list(options).index(default)},
+        label=label,
+        options=options,
+        **kwargs,
+    )
+
+
+def text_input(label: str, default: str, *, key: str, max_chars: int, where=st, **kwargs):
+    """Free text, capped at max_chars; the page parses it strictly and explains what it expects."""
+
+    def parse(raw: str) -> str:
+        if len(raw) > max_chars:
+            raise ValueError(f"longer than {max_chars} characters")
+        return raw
+
+    return _draw(where.text_input, key, parse, {"value": default}, label=label, max_chars=max_chars, **kwargs)
+
+
 def toggle(label: str, default: bool, *, key: str, where=st, **kwargs):
     return _draw(where.toggle, key, _boolean, {"value": default}, label=label, **kwargs)
 

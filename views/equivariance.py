@@ -4,6 +4,7 @@ import streamlit as st
 
 from attn_core.charts import equivariance as charts
 from attn_core.tables import equivariance as tables
+from ui import state as controls
 from ui.frame import formula, friendly_errors, header, notice, predict_first, seed
 
 KINDS = {"random": "random", "reverse": "reverse", "cyclic": "cyclic shift", "typed": "typed"}
@@ -34,28 +35,37 @@ predict_first(
 
 with st.container(border=True):
     c1, c2, c3, c4 = st.columns(4)
-    n = c1.slider("sequence length n", 2, 32, 8, key="n")
-    d = c1.select_slider("model width d", options=WIDTHS, value=16, key="d")
-    kind = c2.selectbox(
+    n = controls.slider("sequence length n", 2, 32, 8, 1, key="n", where=c1)
+    d = controls.select_slider("model width d", WIDTHS, 16, key="d", where=c1)
+    kind = controls.selectbox(
         "permutation P",
         list(KINDS),
-        format_func=KINDS.get,
+        list(KINDS)[0],
         key="perm_kind",
+        where=c2,
+        format_func=KINDS.get,
         help="random: drawn from the sidebar's seed; cyclic: token i + s moves to position i; typed: your own.",
     )
-    shift = c2.number_input("shift s (taken mod n)", 0, 64, 1, key="shift", disabled=kind != "cyclic")
-    text = c3.text_input(
+    shift = controls.number_input("shift s (taken mod n)", 0, 64, 1, key="shift", where=c2, disabled=kind != "cyclic")
+    text = controls.text_input(
         "typed permutation",
         "1,0,3,2,5,4,7,6",
         max_chars=8 * 32,
         key="perm_text",
+        where=c3,
         disabled=kind != "typed",
         help="Each of 0..n−1 exactly once, comma-separated: entry i is the token that moves to position i.",
     )
-    precision = c3.radio("precision", list(tables.PRECISIONS), horizontal=True, key="precision")
-    causal = c4.toggle("causal mask", key="causal")
-    positional = c4.toggle(
-        "positional encoding", key="positional", help="Adds sinusoidal encodings of positions 0..n−1 to X."
+    precision = controls.radio(
+        "precision", list(tables.PRECISIONS), list(tables.PRECISIONS)[0], key="precision", where=c3, horizontal=True
+    )
+    causal = controls.toggle("causal mask", False, key="causal", where=c4)
+    positional = controls.toggle(
+        "positional encoding",
+        False,
+        key="positional",
+        where=c4,
+        help="Adds sinusoidal encodings of positions 0..n−1 to X.",
     )
     try:
         perm = tables.choose_permutation(kind, n, seed(), shift=int(shift), text=text)

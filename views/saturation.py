@@ -4,6 +4,7 @@ import streamlit as st
 
 from attn_core.charts import saturation as charts
 from attn_core.tables import saturation as tables
+from ui import state as controls
 from ui.frame import formula, friendly_errors, header, notice, predict_first, seed
 
 N_KEYS = [2, 4, 8, 16, 32, 64]
@@ -101,13 +102,19 @@ predict_first(
 
 with st.container(border=True):
     c1, c2, c3, c4 = st.columns(4)
-    d_k = c1.select_slider("d_k", options=list(tables.D_K_SWEEP), value=64, key="sat_d_k")
-    n_keys = c2.select_slider("number of keys n", options=N_KEYS, value=16, key="sat_n_keys")
-    temperature = c3.select_slider(
-        "temperature T", options=tables.TEMPERATURES, value=1.0, format_func=lambda t: f"{t:g}", key="sat_temperature"
+    d_k = controls.select_slider("d_k", list(tables.D_K_SWEEP), 64, key="sat_d_k", where=c1)
+    n_keys = controls.select_slider("number of keys n", N_KEYS, 16, key="sat_n_keys", where=c2)
+    temperature = controls.select_slider(
+        "temperature T", tables.TEMPERATURES, 1.0, key="sat_temperature", where=c3, format_func=lambda t: f"{t:g}"
     )
-    scale = c4.radio(
-        "logits in section 2", list(SCALE_LABELS), format_func=SCALE_LABELS.get, horizontal=True, key="sat_scale"
+    scale = controls.radio(
+        "logits in section 2",
+        list(SCALE_LABELS),
+        list(SCALE_LABELS)[0],
+        key="sat_scale",
+        where=c4,
+        format_func=SCALE_LABELS.get,
+        horizontal=True,
     )
 
 st.subheader("1 · Larger d_k, sharper softmax, smaller gradient")

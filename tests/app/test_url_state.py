@@ -66,3 +66,47 @@ def test_state_survives_a_page_switch():
     at.switch_page(PAGE).run()
     assert_clean(at)
     assert at.select_slider(key="d_k").value == 512
+
+
+def round_trip(page: str, change) -> tuple[AppTest, AppTest]:
+    """Open `page`, apply `change(at)`, then open the resulting URL in a fresh app."""
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.switch_page(page)
+    at.run()
+    change(at)
+    assert_clean(at)
+    again = AppTest.from_file(APP, default_timeout=120)
+    for key, value in dict(at.query_params).items():
+        again.query_params[key] = value
+    again.switch_page(page)
+    again.run()
+    assert_clean(again)
+    return at, again
+
+
+def test_equivariance_controls_round_trip():
+    def change(at):
+        at.slider(key="n").set_value(12).run()
+        at.selectbox(key="perm_kind").set_value("typed").run()
+        at.text_input(key="perm_text").input("3,2,1,0,4,5,6,7,8,9,10,11").run()
+        at.radio(key="precision").set_value(at.radio(key="precision").options[-1]).run()
+        at.toggle(key="causal").set_value(True).run()
+
+    at, again = round_trip("views/equivariance.py", change)
+    assert again.slider(key="n").value == 12
+    assert again.selectbox(key="perm_kind").value == "typed"
+    assert again.text_input(key="perm_text").value == "3,2,1,0,4,5,6,7,8,9,10,11"
+    assert again.radio(key="precision").value == at.radio(key="precision").value
+    assert again.toggle(key="causal").value is True
+    assert [m.value for m in again.metric] == [m.value for m in at.metric]
+
+
+def test_saturation_controls_round_trip():
+    def change(at):
+        at.select_slider(key="sat_d_k").set_value(512).run()
+        at.select_slider(key="sat_temperature").set_value(10.0).run()
+
+    at, again = round_trip("views/saturation.py", change)
+    assert again.select_slider(key="sat_d_k").value == 512
+    assert again.select_slider(key="sat_temperature").value == 10.0
+    assert [m.value for m in again.metric] == [m.value for m in at.metric]
