@@ -1,6 +1,7 @@
 import streamlit as st
 
 from attn_core.charts import geometry as charts
+from attn_core.charts.common import to_spec
 from attn_core.tables import geometry as tables
 from ui.frame import formula, friendly_errors, header, notice, predict_first, seed
 
@@ -13,19 +14,19 @@ HIDDEN = [4, 8, 16, 32, 64, 128]
 @st.cache_data(max_entries=256)
 def hull_view(n_points: int, q_x: float, q_y: float, temperature: float, rng_seed: int):
     points, hull, summary = tables.hull_view(n_points, q_x, q_y, temperature, rng_seed)
-    return points, summary, charts.to_spec(charts.hull_picture(points, hull, summary, (q_x, q_y)))
+    return points, summary, to_spec(charts.hull_picture(points, hull, summary, (q_x, q_y)))
 
 
 @st.cache_data(max_entries=64)
 def regression_view(n_samples: int, noise: float, bandwidth: float, rng_seed: int):
     samples, curves, rmse = tables.regression_1d(n_samples, noise, bandwidth, rng_seed)
-    return rmse, charts.to_spec(charts.regression_curves(samples, curves))
+    return rmse, to_spec(charts.regression_curves(samples, curves))
 
 
 @st.cache_data(max_entries=64)
 def parity_view(d: int, hidden: int, rng_seed: int):
     pairs, stats, params = tables.parity_samples(d, hidden, rng_seed)
-    return stats, params, charts.to_spec(charts.parity_scatter(pairs))
+    return stats, params, to_spec(charts.parity_scatter(pairs))
 
 
 cosine_sweep = st.cache_data(max_entries=8)(tables.cosine_variance_sweep)
@@ -37,8 +38,8 @@ def cosine_view(d: int, rng_seed: int):
     sweep = cosine_sweep(tables.COS_SWEEP_PAIRS, rng_seed)
     return (
         stats,
-        charts.to_spec(charts.cosine_histogram(bars, curve, d)),
-        charts.to_spec(charts.cosine_variance_loglog(sweep, d)),
+        to_spec(charts.cosine_histogram(bars, curve, d)),
+        to_spec(charts.cosine_variance_loglog(sweep, d)),
     )
 
 

@@ -3,6 +3,7 @@ import math
 import streamlit as st
 
 from attn_core.charts import saturation as charts
+from attn_core.charts.common import to_spec
 from attn_core.tables import saturation as tables
 from ui import state as controls
 from ui.frame import formula, friendly_errors, header, notice, predict_first, seed
@@ -22,9 +23,7 @@ notes_check = st.cache_data(max_entries=1)(tables.notes_check)
 # by the controls their data depend on, and the current d_k and T are spec parameters (charts.set_param), so
 # moving d_k or T rebuilds only what must change. Altair's schema check runs in tests/core/test_tables_saturation.py.
 def _spec(chart) -> dict:
-    spec = chart.to_dict(validate=False)
-    spec.pop("config", None)  # Altair's default 300 px view: Streamlit sizes the chart itself
-    return spec
+    return to_spec(chart, validate=False)
 
 
 @st.cache_data(max_entries=16)

@@ -10,6 +10,18 @@ HEIGHT = 280
 SERIES_COLORS = {"unscaled": "#d95f02", "scaled": "#1b9e77", "theory": "#444444"}
 
 
+def to_spec(chart: alt.TopLevelMixin, *, validate: bool = True) -> dict:
+    """The chart as a plain Vega-Lite dict without Altair's default theme (as st.altair_chart sends it).
+
+    A page can cache this dict by its plain parameters: building and validating a layered chart costs
+    tens of milliseconds, more than the tables behind it. `validate=False` skips Altair's schema check
+    for a page whose tests run it instead.
+    """
+    spec = chart.to_dict(validate=validate)
+    spec.pop("config", None)  # Altair's default 300 px view: Streamlit sizes the chart itself
+    return spec
+
+
 def color_scale(domain: list[str]) -> alt.Scale:
     palette = ["#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02", "#a6761d", "#666666"]
     return alt.Scale(

@@ -16,17 +16,6 @@ SQUARE = 430  # px: the 2-D picture keeps equal units on both axes
 VALUE_COLOR, OUTPUT_COLOR, QUERY_COLOR, HULL_COLOR = "#1b9e77", "#d95f02", "#7570b3", "#666666"
 
 
-def to_spec(chart: alt.TopLevelMixin) -> dict:
-    """The chart as a plain Vega-Lite dict without Altair's default theme (as st.altair_chart sends it).
-
-    A page can cache this dict by its plain parameters: building and validating a layered chart costs
-    tens of milliseconds, more than the tables behind it.
-    """
-    spec = chart.to_dict()
-    spec.pop("config", None)
-    return spec
-
-
 def _square_domain(*frames: tuple[pd.DataFrame, str, str], margin: float = 0.3) -> tuple[list[float], list[float]]:
     """Axis domains with the same span on x and y, so that angles and distances look right."""
     xs = np.concatenate([f[x].to_numpy() for f, x, _ in frames])
