@@ -36,6 +36,11 @@ def masked_softmax(logits: torch.Tensor, mask: torch.Tensor | None = None) -> to
     """
     if bool((torch.isnan(logits) | (logits == float("inf"))).any()):
         raise ValueError("logits must not contain NaN or +infinity (-infinity is allowed: it hides a key)")
+    return _softmax(logits, mask)
+
+
+def _softmax(logits: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+    """masked_softmax without the scan for NaN/+inf, for logits already known to be finite."""
     x = logits if mask is None else logits.masked_fill(~mask, float("-inf"))
     row_max = x.amax(dim=-1, keepdim=True).detach()  # shift only: softmax is shift-invariant
     row_max = torch.where(torch.isfinite(row_max), row_max, torch.zeros_like(row_max))
@@ -66,6 +71,6 @@ def naive_attention(q, k, v, mask=None, *, scale=None, temperature=1.0):
     )
     logits = attention_logits(q, k, scale, temperature)
     mask = check_mask(mask, logits.shape, logits.device)
-    weights = masked_softmax(logits, mask)
+    weights = _softmax(logits, mask)  # finite: the inputs are checked and the logits bounded above
     out = weights @ v.to(weights.dtype)  # (..., n_q, d_v)
     return out.to(v.dtype), weights.to(v.dtype)
