@@ -56,6 +56,7 @@ import torch
 import torch.nn.functional as F
 from torch.profiler import ProfilerActivity, profile
 
+from attn_core import naive
 from attn_core._checks import check_int, check_positive
 from attn_core.budget import memory_budget
 from attn_core.masks import causal_mask
@@ -64,7 +65,8 @@ from attn_core.tiled import tiled_attention
 
 METHODS = ("naive", "naive_masked", "tiled", "sdpa", "triton")
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
-SCORE_COPIES = {"naive": 3, "naive_masked": 4}  # measured peaks / (B*H*n*n*bytes), rounded up
+# measured peaks / (B*H*n*n*bytes), rounded up; the masked path adds the masked copy of the logits
+SCORE_COPIES = {"naive": naive.SCORE_COPIES, "naive_masked": naive.SCORE_COPIES + 1}
 ROW_FIELDS = (
     "method",
     "device",
