@@ -3,9 +3,10 @@
 import streamlit as st
 import torch
 
-from ui.frame import sidebar
+from ui.frame import lesson_bar, page_title, share_panel, sidebar
+from ui.i18n import t
 from ui.registry import PAGES, SECTIONS
-from ui.state import url_notices
+from ui.state import publish_hidden, url_notices
 
 # The pages' tensors are small: one thread per op wastes no time waking a pool and lets 30 sessions
 # share two cores instead of fighting over them.
@@ -13,12 +14,21 @@ torch.set_num_threads(1)
 
 st.set_page_config(page_title="Attention Explorer", page_icon=":material/visibility:", layout="wide")
 
-home = st.Page("views/home.py", title="Home", icon=":material/home:", default=True)
+sidebar()  # first: the language it sets titles the navigation
+home = st.Page("views/home.py", title=t("pages.home.title"), icon=":material/home:", default=True)
 navigation = {"": [home]}
+by_page = {}
 for section in SECTIONS:
-    navigation[section] = [st.Page(p.path, title=p.title, icon=p.icon) for p in PAGES if p.section == section]
+    navigation[t(f"pages.sections.{section}")] = entries = []
+    for info in (p for p in PAGES if p.section == section):
+        entries.append(st.Page(info.path, title=page_title(info), icon=info.icon))
+        by_page[entries[-1].url_path] = info
 
-sidebar()
 page = st.navigation(navigation)
+current = by_page.get(page.url_path)
+lesson_bar(current)
 page.run()
+lesson_bar(current, bottom=True)
+publish_hidden()
+share_panel()
 url_notices()

@@ -1,4 +1,5 @@
 """The deployment config that a classroom relies on."""
+
 import pathlib
 import tomllib
 

@@ -9,7 +9,17 @@ import ast
 import random
 from collections.abc import Iterator
 
-KINDS = ("slider", "select_slider", "selectbox", "radio", "checkbox", "toggle", "number_input", "multiselect")
+KINDS = (
+    "slider",
+    "select_slider",
+    "selectbox",
+    "radio",
+    "checkbox",
+    "toggle",
+    "number_input",
+    "multiselect",
+    "button_group",
+)
 
 
 def _parse_option(text: str):
@@ -39,11 +49,25 @@ def real_options(widget) -> list:
 
 
 def controls(at) -> Iterator[tuple[str, object]]:
-    """(kind, widget) for every enabled, keyed control in the main area of the rendered page."""
+    """(kind, widget) for every enabled, keyed control in the main area of the rendered page.
+
+    Keys starting with "_" or "csv_" belong to the frame (downloads, the teacher's panel), not the page;
+    controls inside a form are left out (a change reruns nothing until the form is submitted).
+    """
     for kind in KINDS:
         for widget in getattr(at.main, kind):
-            if widget.key and not getattr(widget, "disabled", False):
+            if (
+                widget.key
+                and not widget.key.startswith(("_", "csv_"))
+                and not getattr(widget, "disabled", False)
+                and not getattr(widget, "form_id", "")
+            ):
                 yield kind, widget
+
+
+def values(at) -> dict[str, object]:
+    """{key: value} of every keyed control on the page, disabled ones included."""
+    return {w.key: w.value for kind in KINDS for w in getattr(at.main, kind) if w.key}
 
 
 def _numeric(widget, rng: random.Random, extreme: bool):
@@ -66,6 +90,14 @@ def set_random(kind: str, widget, rng: random.Random, *, extreme: bool = False) 
         if not options:
             return False
         widget.set_value(rng.choice([options[0], options[-1]]) if extreme else rng.choice(options))
+    elif kind == "button_group":  # st.pills and st.segmented_control
+        options = real_options(widget)
+        if not options:
+            return False
+        if widget._is_single_select:
+            widget.set_value(rng.choice([options[0], options[-1]]) if extreme else rng.choice(options))
+        else:
+            widget.set_value(rng.sample(options, rng.randint(0, len(options))))
     elif kind == "multiselect":
         options = real_options(widget)
         limit = widget.max_selections or len(options)

@@ -1,16 +1,55 @@
-"""The frame every page shares: header, formula, what to notice, predict-first, seed, friendly errors."""
+"""The frame every page shares: header, formula, what to notice, predict-first, seed, charts with their
+data, friendly errors, and the classroom options (language, projector mode, lesson mode, share link)."""
 
 from __future__ import annotations
 
 import contextlib
 import platform
+import urllib.parse
 
+import pandas as pd
 import streamlit as st
 import torch
 
+from attn_core.charts.common import to_spec
 from ui import state
+from ui.i18n import LANGUAGES, browser_language, t
+from ui.registry import PAGES, PageInfo
 
 DEFAULT_SEED = 0
+
+# Projector mode: larger type, thicker marks, black on white. Streamlit sizes its text in rem, so the
+# root font size scales the whole page; captions lose their grey.
+PROJECTOR_CSS = """<style>
+html { font-size: 21px; }
+.stApp, .stApp p, .stApp li, .stApp label, .stApp h1, .stApp h2, .stApp h3 { color: #000 !important; }
+[data-testid="stCaptionContainer"], [data-testid="stCaptionContainer"] * { color: #111 !important; }
+[data-testid="stMetricValue"] { font-size: 2.6rem !important; font-weight: 700; }
+</style>"""
+PROJECTOR_CHART = {
+    "axis": {
+        "labelFontSize": 17,
+        "titleFontSize": 19,
+        "labelColor": "#000",
+        "titleColor": "#000",
+        "domainColor": "#000",
+        "tickColor": "#000",
+        "domainWidth": 2,
+        "tickWidth": 2,
+        "gridColor": "#bbb",
+    },
+    "legend": {"labelFontSize": 17, "titleFontSize": 17, "symbolSize": 220, "labelColor": "#000"},
+    "title": {"fontSize": 21, "color": "#000", "subtitleFontSize": 17},
+    "header": {"labelFontSize": 17, "titleFontSize": 19},
+    "line": {"strokeWidth": 4},
+    "rule": {"strokeWidth": 3},
+    "point": {"size": 180, "strokeWidth": 3},
+    "text": {"fontSize": 17},
+}
+HIDE_SIDEBAR_CSS = """<style>
+[data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"], [data-testid="stExpandSidebarButton"]
+{ display: none !important; }
+</style>"""
 
 
 def header(title: str, lede: str) -> None:
@@ -26,19 +65,57 @@ def formula(latex: str, caption: str | None = None) -> None:
 
 def notice(points: list[str]) -> None:
     """Two to four sentences of what to look for."""
-    st.markdown("**What to notice**\n" + "\n".join(f"- {p}" for p in points))
+    st.markdown(f"**{t('common.frame.notice')}**\n" + "\n".join(f"- {p}" for p in points))
 
 
 def predict_first(question: str, answer: str) -> None:
     """A question shown up front; its answer stays folded until the student asks for it."""
-    st.info(f"**Predict first:** {question}", icon=":material/psychology_alt:")
-    with st.expander("Reveal the answer"):
+    st.info(f"**{t('common.frame.predict')}** {question}", icon=":material/psychology_alt:")
+    with st.expander(t("common.frame.reveal")):
         st.markdown(answer)
 
 
 def seed() -> int:
     """The random seed chosen in the sidebar (every page's randomness flows from it)."""
     return int(st.session_state.get("seed", DEFAULT_SEED))
+
+
+def projector() -> bool:
+    return bool(st.session_state.get("projector", False))
+
+
+def _projected(figure) -> dict:
+    spec = dict(figure) if isinstance(figure, dict) else to_spec(figure, validate=False)
+    config = dict(spec.get("config", {}))
+    for part, settings in PROJECTOR_CHART.items():
+        config[part] = {**config.get(part, {}), **settings}
+    return {**spec, "config": config}
+
+
+def chart(figure, data: pd.DataFrame | None, name: str, *, where=None, width="stretch") -> None:
+    """Draw an Altair chart (or a cached Vega-Lite dict) and offer the data behind it as CSV.
+
+    `name` names the file and must be unique on the page. In projector mode the chart's type and marks grow.
+    """
+    where = where or st
+    if projector():
+        figure = _projected(figure)
+    if isinstance(figure, dict):
+        where.vega_lite_chart(figure, width=width)
+    else:
+        where.altair_chart(figure, width=width)
+    if data is not None:
+        where.download_button(
+            t("common.frame.csv"),
+            data=lambda: data.to_csv(index=False).encode("utf-8"),
+            file_name=f"{name}.csv",
+            mime="text/csv",
+            key=f"csv_{name}",
+            on_click="ignore",
+            type="tertiary",
+            icon=":material/download:",
+            help=t("common.frame.csv_help"),
+        )
 
 
 @st.cache_resource
@@ -51,17 +128,76 @@ def hardware_label() -> str:
 
 
 def sidebar() -> None:
-    """The sidebar shared by all pages: the seed and the hardware in use."""
-    state.number_input(
-        "Random seed",
-        0,
-        2**31 - 1,
-        DEFAULT_SEED,
-        key="seed",
-        where=st.sidebar,
-        help="Every random draw on every page comes from this seed: same seed, same numbers.",
+    """The sidebar shared by all pages: language, seed, projector and lesson mode, the hardware in use."""
+    state.begin_run()
+    bar = st.sidebar
+    state.selectbox(
+        "Language / 语言", list(LANGUAGES), browser_language(), key="lang", where=bar, format_func=LANGUAGES.get
     )
-    st.sidebar.caption(hardware_label())
+    state.number_input(
+        t("common.sidebar.seed"), 0, 2**31 - 1, DEFAULT_SEED, key="seed", where=bar, help=t("common.sidebar.seed_help")
+    )
+    state.toggle(
+        t("common.sidebar.projector"), False, key="projector", where=bar, help=t("common.sidebar.projector_help")
+    )
+    state.toggle(t("common.sidebar.lesson"), False, key="lesson", where=bar, help=t("common.sidebar.lesson_help"))
+    bar.caption(hardware_label())
+    if projector():
+        st.html(PROJECTOR_CSS)
+    if "sidebar" in state.hidden():
+        st.html(HIDE_SIDEBAR_CSS)
+
+
+def page_title(info: PageInfo) -> str:
+    return t(f"pages.{info.name}.title")
+
+
+def lesson_bar(current: PageInfo | None, *, bottom: bool = False) -> None:
+    """In lesson mode: where the class is on the path through the pages, with the previous and next stops."""
+    if not st.session_state.get("lesson") or current is None:
+        return
+    i = PAGES.index(current)
+    with st.container(border=True):
+        left, middle, right = st.columns([1, 3, 1], vertical_alignment="center")
+        if i > 0 and not bottom:
+            left.page_link(PAGES[i - 1].path, label=t("common.lesson.previous"), icon=":material/arrow_back:")
+        middle.markdown(t("common.lesson.stop", i=i + 1, n=len(PAGES), title=page_title(current)))
+        if i + 1 < len(PAGES):
+            right.page_link(PAGES[i + 1].path, label=t("common.lesson.next"), icon=":material/arrow_forward:")
+        elif bottom:
+            middle.caption(t("common.lesson.end"))
+
+
+def view_link(**override) -> str:
+    """The address of this view: the page and every control's value (override or drop some with None)."""
+    params = {k: v for k, v in st.query_params.to_dict().items() if k not in override}
+    params.update({k: v for k, v in override.items() if v is not None})
+    base = st.context.url or ""
+    return base + ("?" + urllib.parse.urlencode(params, safe=",") if params else "")
+
+
+def share_panel() -> None:
+    """After the page has drawn its controls: the link to this view, and the teacher's lesson link."""
+    if "sidebar" in state.hidden():
+        return
+    bar = st.sidebar
+    with bar.expander(t("common.share.title"), icon=":material/link:"):
+        st.caption(t("common.share.help"))
+        st.code(view_link(), language=None, wrap_lines=True)
+    with bar.expander(t("common.teacher.title"), icon=":material/school:"):
+        st.caption(t("common.teacher.help"))
+        drawn = {k: v for k, v in state.controls_this_run().items() if k != "lang"}
+        hide = st.multiselect(
+            t("common.teacher.hide"), list(drawn), format_func=drawn.get, key="teacher_hide", placeholder="—"
+        )
+        no_sidebar = st.checkbox(t("common.teacher.no_sidebar"), key="teacher_no_sidebar")
+        lesson = st.checkbox(t("common.teacher.lesson"), value=True, key="teacher_lesson")
+        names = sorted(set(hide) | (state.hidden() - set(drawn)) | ({"sidebar"} if no_sidebar else set()))
+        st.code(
+            view_link(hide=",".join(names) or None, lesson="true" if lesson else "false"),
+            language=None,
+            wrap_lines=True,
+        )
 
 
 @contextlib.contextmanager
@@ -72,4 +208,4 @@ def friendly_errors(what: str):
     except ValueError as err:
         st.warning(f"{what}: {err}", icon=":material/error:")
     except (RuntimeError, MemoryError) as err:
-        st.error(f"{what} could not be computed ({type(err).__name__}). Try smaller sizes.", icon=":material/error:")
+        st.error(t("common.frame.failed", what=what, kind=type(err).__name__), icon=":material/error:")

@@ -12,14 +12,30 @@ parameters on a page switch).
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Sequence
 
 import streamlit as st
+
+from ui.i18n import t
 
 MAX_URL_VALUE = 200  # characters: longer values are refused before parsing
 _KEPT = "_kept_controls"  # {key: value} of every control seen in this session
 _SEEN = "_url_values_seen"  # {key: raw URL value already applied}, so a URL value is adopted once
 _NOTICES = "_url_notices"
+_THIS_RUN = "_controls_this_run"  # {key: label} of the controls the current run has drawn (the teacher panel)
+_HIDDEN = "_hidden_controls"
+HIDE = "hide"  # URL parameter: comma-separated control keys a teacher hides from the class ("sidebar" too)
+_NAME = re.compile(r"[a-z][a-z0-9_]{0,40}")
+MAX_HIDDEN = 40
+
+
+class Refused(ValueError):
+    """A URL value that does not fit its control; `why` names the string that explains it to the viewer."""
+
+    def __init__(self, why: str, **fields):
+        super().__init__(why)
+        self.why, self.fields = why, fields
 
 
 def _number(kind: type, lo, hi, step=None) -> Callable[[str], object]:
@@ -27,11 +43,11 @@ def _number(kind: type, lo, hi, step=None) -> Callable[[str], object]:
         try:
             value = kind(raw) if kind is float else int(raw, 10)
         except (TypeError, ValueError):
-            raise ValueError(f"expected a number between {lo} and {hi}") from None
+            raise Refused("number", lo=lo, hi=hi) from None
         if (isinstance(value, float) and not math.isfinite(value)) or not lo <= value <= hi:
-            raise ValueError(f"expected a number between {lo} and {hi}")
+            raise Refused("number", lo=lo, hi=hi)
         if step and kind is int and (value - lo) % step:
-            raise ValueError(f"expected a multiple of {step} from {lo}")
+            raise Refused("multiple", step=step, lo=lo)
         return value
 
     return parse
@@ -42,7 +58,7 @@ def _choice(options: Sequence) -> Callable[[str], object]:
 
     def parse(raw: str):
         if raw not in by_text:
-            raise ValueError("expected one of " + ", ".join(list(by_text)[:8]) + ("…" if len(by_text) > 8 else ""))
+            raise Refused("choice", options=", ".join(list(by_text)[:8]) + ("…" if len(by_text) > 8 else ""))
         return by_text[raw]
 
     return parse
@@ -50,12 +66,33 @@ def _choice(options: Sequence) -> Callable[[str], object]:
 
 def _boolean(raw: str) -> bool:
     if raw not in ("true", "false"):
-        raise ValueError("expected true or false")
+        raise Refused("boolean")
     return raw == "true"
 
 
+def _choices(options: Sequence) -> Callable[[str], list]:
+    """A comma-separated list of distinct options ("" is the empty selection)."""
+    one = _choice(options)
+
+    def parse(raw: str) -> list:
+        items = [one(item) for item in raw.split(",")] if raw else []
+        if len(set(map(str, items))) != len(items):
+            raise Refused("twice")
+        return items
+
+    return parse
+
+
+def _optional(parse: Callable[[str], object]) -> Callable[[str], object]:
+    return lambda raw: None if raw == "" else parse(raw)
+
+
 def _serialize(value) -> str:
-    return ("true" if value else "false") if isinstance(value, bool) else str(value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return ",".join(map(str, value))
+    return "" if value is None else str(value)
 
 
 def _restore(key: str, parse: Callable[[str], object]) -> None:
@@ -67,15 +104,15 @@ def _restore(key: str, parse: Callable[[str], object]) -> None:
         seen[key] = raw
         try:
             if len(raw) > MAX_URL_VALUE:
-                raise ValueError(f"longer than {MAX_URL_VALUE} characters")
+                raise Refused("long", n=MAX_URL_VALUE)
             state[key] = parse(raw)
             return
-        except ValueError as err:
-            state.setdefault(_NOTICES, []).append(f"`{key}` in the link was ignored ({err}); using the default.")
+        except Refused as err:
+            state.setdefault(_NOTICES, []).append((key, err))
     if key not in state and key in state.get(_KEPT, {}):
         try:  # another page may use the same key with another range: re-check the kept value
             state[key] = parse(_serialize(state[_KEPT][key]))
-        except ValueError:
+        except Refused:
             pass
 
 
@@ -87,13 +124,68 @@ def _publish(key: str, value) -> None:
         st.query_params[key] = text
 
 
-def _draw(widget: Callable, key: str, parse: Callable[[str], object], default_kw: dict, **kwargs):
+def begin_run() -> None:
+    """Called once at the top of every run: forget the previous run's controls, read the teacher's `hide`."""
+    st.session_state[_THIS_RUN] = {}
+    raw = st.query_params.get(HIDE)
+    seen = st.session_state.setdefault(_SEEN, {})
+    if raw is not None and seen.get(HIDE) != raw:
+        seen[HIDE] = raw
+        names = [n for n in raw.split(",") if n] if len(raw) <= MAX_URL_VALUE else None
+        if names is None or len(names) > MAX_HIDDEN or not all(_NAME.fullmatch(n) for n in names):
+            st.session_state.setdefault(_NOTICES, []).append((HIDE, Refused("names")))
+        else:
+            st.session_state[_HIDDEN] = frozenset(names)
+
+
+def hidden() -> frozenset[str]:
+    """The controls (and "sidebar") a teacher's link hides from the class."""
+    return st.session_state.get(_HIDDEN, frozenset())
+
+
+def set_hidden(names) -> None:
+    st.session_state[_HIDDEN] = frozenset(n for n in names if _NAME.fullmatch(n))
+
+
+def publish_hidden() -> None:
+    text = ",".join(sorted(hidden()))
+    st.session_state.setdefault(_SEEN, {})[HIDE] = text
+    if not text:
+        st.query_params.pop(HIDE, None)
+    elif st.query_params.get(HIDE) != text:
+        st.query_params[HIDE] = text
+
+
+def controls_this_run() -> dict[str, str]:
+    """{key: label} of the controls drawn so far in this run."""
+    return dict(st.session_state.get(_THIS_RUN, {}))
+
+
+def _draw(widget: Callable, key: str, parse: Callable[[str], object], default, default_kw: dict, **kwargs):
     _restore(key, parse)
-    if key not in st.session_state:
-        kwargs.update(default_kw)  # pass the default only when no state exists (Streamlit warns otherwise)
-    value = widget(key=key, **kwargs)
+    st.session_state.setdefault(_THIS_RUN, {})[key] = kwargs.get("label", key)
+    if key in hidden():  # the teacher hid it: keep its value (from the link) without drawing it
+        value = st.session_state.get(key, default)
+    else:
+        if key not in st.session_state:
+            kwargs.update(default_kw)  # pass the default only when no state exists (Streamlit warns otherwise)
+        value = widget(key=key, **kwargs)
     _publish(key, value)
     return value
+
+
+def value(key: str, parse: Callable[[str], object], default):
+    """A value the page draws itself (a data editor, say): restored from the URL or this session, else default.
+
+    The page calls `keep(key, value)` once it has the value the user sees.
+    """
+    _restore(key, parse)
+    return st.session_state.get(key, default)
+
+
+def keep(key: str, value, label: str | None = None) -> None:
+    st.session_state.setdefault(_THIS_RUN, {})[key] = label or key
+    _publish(key, value)
 
 
 def slider(label: str, lo, hi, default, step, *, key: str, where=st, **kwargs):
@@ -103,6 +195,7 @@ def slider(label: str, lo, hi, default, step, *, key: str, where=st, **kwargs):
         where.slider,
         key,
         _number(kind, lo, hi, step),
+        default,
         {"value": default},
         label=label,
         min_value=lo,
@@ -117,6 +210,7 @@ def number_input(label: str, lo: int, hi: int, default: int, *, key: str, where=
         where.number_input,
         key,
         _number(int, lo, hi),
+        default,
         {"value": default},
         label=label,
         min_value=lo,
@@ -127,7 +221,9 @@ def number_input(label: str, lo: int, hi: int, default: int, *, key: str, where=
 
 
 def select_slider(label: str, options: Sequence, default, *, key: str, where=st, **kwargs):
-    return _draw(where.select_slider, key, _choice(options), {"value": default}, label=label, options=options, **kwargs)
+    return _draw(
+        where.select_slider, key, _choice(options), default, {"value": default}, label=label, options=options, **kwargs
+    )
 
 
 def selectbox(label: str, options: Sequence, default, *, key: str, where=st, **kwargs):
@@ -135,6 +231,7 @@ def selectbox(label: str, options: Sequence, default, *, key: str, where=st, **k
         where.selectbox,
         key,
         _choice(options),
+        default,
         {"index": list(options).index(default)},
         label=label,
         options=options,
@@ -147,6 +244,7 @@ def radio(label: str, options: Sequence, default, *, key: str, where=st, **kwarg
         where.radio,
         key,
         _choice(options),
+        default,
         {"index": list(options).index(default)},
         label=label,
         options=options,
@@ -159,17 +257,63 @@ def text_input(label: str, default: str, *, key: str, max_chars: int, where=st, 
 
     def parse(raw: str) -> str:
         if len(raw) > max_chars:
-            raise ValueError(f"longer than {max_chars} characters")
+            raise Refused("long", n=max_chars)
         return raw
 
-    return _draw(where.text_input, key, parse, {"value": default}, label=label, max_chars=max_chars, **kwargs)
+    return _draw(where.text_input, key, parse, default, {"value": default}, label=label, max_chars=max_chars, **kwargs)
 
 
 def toggle(label: str, default: bool, *, key: str, where=st, **kwargs):
-    return _draw(where.toggle, key, _boolean, {"value": default}, label=label, **kwargs)
+    return _draw(where.toggle, key, _boolean, default, {"value": default}, label=label, **kwargs)
+
+
+def multiselect(label: str, options: Sequence, default: Sequence, *, key: str, where=st, **kwargs) -> list:
+    return _draw(
+        where.multiselect,
+        key,
+        _choices(options),
+        list(default),
+        {"default": list(default)},
+        label=label,
+        options=options,
+        **kwargs,
+    )
+
+
+def pills(label: str, options: Sequence, default, *, key: str, multi: bool = False, where=st, **kwargs):
+    """st.pills; with multi=True the value is a list, else one option or None."""
+    parse = _choices(options) if multi else _optional(_choice(options))
+    start = list(default) if multi else default
+    mode = "multi" if multi else "single"
+    return _draw(
+        where.pills,
+        key,
+        parse,
+        start,
+        {"default": start},
+        label=label,
+        options=options,
+        selection_mode=mode,
+        **kwargs,
+    )
+
+
+def segmented_control(label: str, options: Sequence, default, *, key: str, where=st, **kwargs):
+    """A single choice among a few options (None when the user clears it)."""
+    return _draw(
+        where.segmented_control,
+        key,
+        _optional(_choice(options)),
+        default,
+        {"default": default},
+        label=label,
+        options=options,
+        **kwargs,
+    )
 
 
 def url_notices() -> None:
     """Tell (once) what was ignored in the link that opened this view."""
-    for message in st.session_state.pop(_NOTICES, []):
-        st.toast(message, icon=":material/link_off:")
+    for key, err in st.session_state.pop(_NOTICES, []):
+        why = t(f"common.url.{err.why}", **err.fields)
+        st.toast(t("common.url.ignored", key=key, why=why), icon=":material/link_off:")

@@ -1,25 +1,31 @@
 import streamlit as st
 
+from ui.frame import page_title
+from ui.i18n import t
 from ui.registry import PAGES, SECTIONS
 
 CARDS_PER_ROW = 3
 
-st.title("Attention Explorer")
-st.markdown(
-    "Attention is one formula, $\\mathrm{softmax}(QK^\\top/\\sqrt{d_k})\\,V$, and a handful of claims about it: "
-    "that dot products grow like $\\sqrt{d_k}$, that a saturated softmax stops passing gradients, that shuffling "
-    "the tokens only shuffles the output, that the whole thing can be computed tile by tile without ever storing "
-    "the $n\\times n$ score matrix. Here you do not have to take any of it on trust. Every page lets you move the "
-    "knobs (d_k, temperature, the permutation, the mask, the sequence length) and recomputes the numbers live, "
-    "with the formula beside the chart that tests it."
-)
+st.title(t("home.title"))
+st.markdown(t("home.story"))
 
 for section in SECTIONS:
-    st.subheader(section)
+    st.subheader(t(f"pages.sections.{section}"))
     pages = [p for p in PAGES if p.section == section]
     columns = st.columns(CARDS_PER_ROW)
     for i, info in enumerate(pages):
         with columns[i % CARDS_PER_ROW].container(border=True):
-            st.markdown(f"**{info.title}**")
-            st.caption(info.summary)
-            st.page_link(info.path, label="Open", icon=info.icon)
+            st.markdown(f"**{page_title(info)}**")
+            st.caption(t(f"pages.{info.name}.summary"))
+            st.page_link(info.path, label=t("home.open"), icon=info.icon)
+
+left, right = st.columns([3, 1], vertical_alignment="center")
+left.info(t("home.lesson"), icon=":material/school:")
+
+
+def start_lesson() -> None:
+    st.session_state["lesson"] = True
+
+
+if right.button(t("common.lesson.start"), icon=":material/play_arrow:", type="primary", on_click=start_lesson):
+    st.switch_page(PAGES[0].path)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
+
 import altair as alt
 import pandas as pd
 
@@ -26,6 +29,20 @@ def color_scale(domain: list[str]) -> alt.Scale:
     palette = ["#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02", "#a6761d", "#666666"]
     return alt.Scale(
         domain=domain, range=[SERIES_COLORS.get(d, palette[i % len(palette)]) for i, d in enumerate(domain)]
+    )
+
+
+def named_color(field: str, names: Mapping[str, str], title: str | None = None) -> alt.Color:
+    """Colour by the series keys in `field`, the legend showing `names[key]` (the viewer's language) instead.
+
+    The keys keep their colours in every language; only the legend's text changes.
+    """
+    label = " : ".join(f"datum.label === {json.dumps(k)} ? {json.dumps(v)}" for k, v in names.items())
+    return alt.Color(
+        f"{field}:N",
+        scale=color_scale(list(names)),
+        title=title,
+        legend=alt.Legend(labelExpr=f"{label} : datum.label" if names else "datum.label"),
     )
 
 

@@ -1,23 +1,32 @@
-"""Charts for "Why divide by sqrt(d_k)"."""
+"""Charts for "Why divide by sqrt(d_k)".
+
+Every title and axis label comes from the page (in the viewer's language) through `text`, a mapping with
+the keys each builder lists; `names` maps the series keys "unscaled"/"scaled" to their legend labels.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 import altair as alt
 import pandas as pd
 
-from attn_core.charts.common import HEIGHT, color_scale, measured_vs_theory_loglog
+from attn_core.charts.common import HEIGHT, color_scale, measured_vs_theory_loglog, named_color
 
 
-def score_histogram(bars: pd.DataFrame, curves: pd.DataFrame, series: str, band: float, title: str):
-    """Histogram of one series' scores, its theoretical density, and the +-3 sigma band shaded."""
+def score_histogram(bars: pd.DataFrame, curves: pd.DataFrame, series: str, band: float, text: Mapping[str, str]):
+    """Histogram of one series' scores, its theoretical density, and the +-3 sigma band shaded.
+
+    text: title, x, density.
+    """
     b, c = bars[bars.series == series], curves[curves.series == series]
     hist = (
         alt.Chart(b)
         .mark_rect(opacity=0.75, color=color_scale([series]).range[0])
         .encode(
-            x=alt.X("left:Q", title="score q·k" + (" / √d_k" if series == "scaled" else "")),
+            x=alt.X("left:Q", title=text["x"]),
             x2="right:Q",
-            y=alt.Y("density:Q", title="density"),
+            y=alt.Y("density:Q", title=text["density"]),
             tooltip=[
                 alt.Tooltip("left:Q", format=".2f"),
                 alt.Tooltip("right:Q", format=".2f"),
@@ -31,24 +40,22 @@ def score_histogram(bars: pd.DataFrame, curves: pd.DataFrame, series: str, band:
         .mark_rect(opacity=0.08, color="#444")
         .encode(x="lo:Q", x2="hi:Q")
     )
-    return (shade + hist + theory).properties(title=title, height=HEIGHT)
+    return (shade + hist + theory).properties(title=text["title"], height=HEIGHT)
 
 
-def overlaid_histograms(bars: pd.DataFrame, curves: pd.DataFrame):
+def overlaid_histograms(bars: pd.DataFrame, curves: pd.DataFrame, text: Mapping[str, str], names: Mapping[str, str]):
     """Unscaled and scaled scores on one axis with their N(0, d_k) and N(0, 1) densities.
 
-    The band [-3, 3] is where softmax still responds to a change of its inputs.
+    The band [-3, 3] is where softmax still responds to a change of its inputs. text: title, x, density.
     """
-    domain = ["unscaled", "scaled"]
-    color = alt.Color("series:N", scale=color_scale(domain), title=None)
     hist = (
         alt.Chart(bars)
         .mark_rect(opacity=0.6)
         .encode(
-            x=alt.X("left:Q", title="score (unscaled q·k, or q·k / √d_k)"),
+            x=alt.X("left:Q", title=text["x"]),
             x2="right:Q",
-            y=alt.Y("density:Q", title="density"),
-            color=color,
+            y=alt.Y("density:Q", title=text["density"]),
+            color=named_color("series", names),
             tooltip=[
                 alt.Tooltip("series:N"),
                 alt.Tooltip("left:Q", format=".2f"),
@@ -67,33 +74,29 @@ def overlaid_histograms(bars: pd.DataFrame, curves: pd.DataFrame):
         .mark_rect(opacity=0.08, color="#444444")
         .encode(x=alt.X("lo:Q"), x2=alt.X2("hi:Q"))
     )
-    return (band + hist + theory).properties(
-        title="Both on one axis: dashed N(0, d_k) and N(0, 1); shaded [-3, 3]", height=HEIGHT
-    )
+    return (band + hist + theory).properties(title=text["title"], height=HEIGHT)
 
 
-def variance_loglog(df: pd.DataFrame, d_k: int):
-    """Empirical variance against d_k on log-log axes, theory line, error bars and the current d_k."""
+def variance_loglog(df: pd.DataFrame, d_k: int, text: Mapping[str, str]):
+    """Empirical variance against d_k on log-log axes, theory line, error bars and the current d_k.
+
+    text: title, x, y.
+    """
     return measured_vs_theory_loglog(
-        df,
-        x="d_k",
-        current=d_k,
-        x_title="d_k (log scale)",
-        y_title="Var(q·k) (log scale)",
-        title="Empirical variance (±2 SE) follows the theory line",
+        df, x="d_k", current=d_k, x_title=text["x"], y_title=text["y"], title=text["title"]
     )
 
 
-def softmax_bars(df: pd.DataFrame):
-    """One row's softmax weights, unscaled against scaled, side by side per key."""
+def softmax_bars(df: pd.DataFrame, text: Mapping[str, str], names: Mapping[str, str]):
+    """One row's softmax weights, unscaled against scaled, side by side per key. text: title, x, y."""
     return (
-        alt.Chart(df, title="One query's attention weights over its keys")
+        alt.Chart(df, title=text["title"])
         .mark_bar()
         .encode(
-            x=alt.X("key:O", title="key"),
+            x=alt.X("key:O", title=text["x"]),
             xOffset="series:N",
-            y=alt.Y("weight:Q", title="softmax weight", scale=alt.Scale(domain=[0, 1])),
-            color=alt.Color("series:N", scale=color_scale(["unscaled", "scaled"]), title=None),
+            y=alt.Y("weight:Q", title=text["y"], scale=alt.Scale(domain=[0, 1])),
+            color=named_color("series", names),
             tooltip=["series", "key", alt.Tooltip("logit:Q", format=".2f"), alt.Tooltip("weight:Q", format=".4f")],
         )
         .properties(height=HEIGHT)

@@ -1,6 +1,7 @@
 from app_helpers import APP, assert_clean
 from streamlit.testing.v1 import AppTest
 
+from ui.i18n import catalog
 from ui.registry import PAGES
 
 
@@ -9,6 +10,16 @@ def test_home_has_a_card_per_page_and_the_shared_sidebar():
     assert_clean(at)
     assert at.title[0].value == "Attention Explorer"
     shown = " ".join(m.value for m in at.markdown)
-    assert all(p.title in shown for p in PAGES)
+    assert all(catalog("en")[f"pages.{p.name}.title"] in shown for p in PAGES)
     assert at.sidebar.number_input(key="seed").value == 0
+    assert at.sidebar.selectbox(key="lang").value == "en"
     assert any("CPU" in c.value or "GPU" in c.value for c in at.sidebar.caption)
+
+
+def test_start_the_lesson_opens_the_first_stop_in_lesson_mode():
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    at.button[0].click().run()
+    assert_clean(at)
+    assert at.sidebar.toggle(key="lesson").value is True
+    assert at.query_params["lesson"] == "true"
+    assert any("stop 1 of" in m.value for m in at.markdown)

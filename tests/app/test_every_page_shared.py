@@ -1,0 +1,116 @@
+"""What every page owes the classroom: its controls travel in the URL, and it speaks both languages.
+
+Set random controls -> the URL -> a fresh app opened from that URL -> the same controls and the same
+metrics. Render every page in English and in Chinese: no string missing, no English prose left in Chinese.
+"""
+
+import json
+import pathlib
+import random
+import re
+
+import pytest
+from app_helpers import APP, assert_clean
+from streamlit.testing.v1 import AppTest
+
+from tools.controls import controls, set_random, values
+from ui.i18n import LANGUAGES, MISSING, catalog
+from ui.registry import PAGES
+
+CHANGES = 5
+# Pages not yet moved onto ui.state and the string files: expected to fail until they are (strict, so a
+# converted page must leave this set).
+PENDING_URL = {"worked_example", "positional", "geometry", "masks", "multihead", "flash_walkthrough", "scaling"}
+PENDING_LANG = PENDING_URL | {"saturation", "equivariance"}
+
+
+EXPECTED_FAILURE = pytest.mark.xfail(strict=True, reason="page not converted yet")
+
+
+def pages(pending: set[str]):
+    return [pytest.param(p.path, marks=[EXPECTED_FAILURE] if p.name in pending else []) for p in PAGES]
+
+
+def pages_and_languages(pending: set[str]):
+    return [
+        pytest.param(
+            path, lang, marks=[EXPECTED_FAILURE] if lang == "zh" and pathlib.Path(path).stem in pending else []
+        )
+        for path in ["views/home.py", *PATHS]
+        for lang in LANGUAGES
+    ]
+
+
+PATHS = [p.path for p in PAGES]
+CJK = re.compile(r"[\u4e00-\u9fff]")
+# Five or more English words in a row is prose that was not translated; code, LaTeX and links are cut first.
+ENGLISH_RUN = re.compile(r"[A-Za-z]{2,}(?:[ ,;'’-]+[A-Za-z]{2,}){4,}")
+NOT_PROSE = re.compile(r"`[^`]*`|\$\$.*?\$\$|\$[^$]*\$|\]\([^)]*\)|https?://\S+", re.S)
+
+
+def open_from(params: dict, path: str) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=120)
+    for key, value in params.items():
+        at.query_params[key] = value
+    at.switch_page(path)
+    return at.run()
+
+
+def metrics(at: AppTest) -> list[tuple[str, str]]:
+    return [(m.label, m.value) for m in at.metric]
+
+
+@pytest.mark.parametrize("path", pages(PENDING_URL))
+def test_random_controls_round_trip_through_the_url(path):
+    rng = random.Random(path)
+    at = open_from({}, path)
+    changed = 0
+    for _ in range(CHANGES):
+        kind, widget = rng.choice(list(controls(at)))
+        if set_random(kind, widget, rng):
+            at.run()
+            assert_clean(at)
+            changed += 1
+    assert changed, "no control could be changed"
+    again = open_from(dict(at.query_params), path)  # a student opens the copied link
+    assert_clean(again)
+    assert values(again) == values(at)
+    assert metrics(again) == metrics(at)
+
+
+def visible_text(at: AppTest) -> list[str]:
+    """The text a viewer reads: headings, prose, captions, notices, labels, metric names and chart titles."""
+    texts = [e.value for kind in ("title", "header", "subheader", "markdown", "caption") for e in getattr(at, kind)]
+    texts += [e.value for kind in ("info", "warning", "success") for e in getattr(at, kind)]
+    texts += [m.label for m in at.metric] + [e.label for e in at.expander]
+    for kind in ("slider", "select_slider", "selectbox", "radio", "toggle", "checkbox", "number_input", "text_input"):
+        texts += [w.label for w in getattr(at, kind)]
+    for chart in at.get("vega_lite_chart"):
+        texts += list(_titles(json.loads(chart.proto.spec)))
+    return texts
+
+
+def _titles(node):
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key in ("title", "subtitle") and isinstance(value, (str, list)):
+                yield from [value] if isinstance(value, str) else [v for v in value if isinstance(v, str)]
+            else:
+                yield from _titles(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from _titles(item)
+
+
+@pytest.mark.parametrize(("path", "lang"), pages_and_languages(PENDING_LANG))
+def test_every_page_renders_in_both_languages(path, lang):
+    at = open_from({"lang": lang}, path)
+    assert_clean(at)
+    missing = at.session_state[MISSING] if MISSING in at.session_state else set()
+    assert not missing
+    if lang == "zh":
+        assert CJK.search(at.title[0].value)
+        english = [m.group(0) for text in visible_text(at) for m in ENGLISH_RUN.finditer(NOT_PROSE.sub(" ", text))]
+        assert not english, english
+    elif pathlib.Path(path).stem not in PENDING_LANG:
+        assert at.title[0].value in catalog("en").values()
