@@ -114,7 +114,7 @@ def check_logit_range(q: torch.Tensor, k: torch.Tensor, factor: float, dtype: to
     """
     if q.numel() == 0 or k.numel() == 0:  # an empty batch has no logits to overflow
         return
-    q_norm, k_norm = float(q.double().norm(dim=-1).amax()), float(k.double().norm(dim=-1).amax())
+    q_norm, k_norm = (float(x.detach().double().norm(dim=-1).amax()) for x in (q, k))
     bound = max(q_norm * k_norm * max(1.0, factor), q_norm * factor)
     limit = torch.finfo(dtype).max
     if not math.isfinite(bound) or bound > limit:
