@@ -51,14 +51,14 @@ def real_options(widget) -> list:
 def controls(at) -> Iterator[tuple[str, object]]:
     """(kind, widget) for every enabled, keyed control in the main area of the rendered page.
 
-    Keys starting with "_" or "csv_" belong to the frame (downloads, the teacher's panel), not the page;
+    Keys starting with "_", "csv_" or "svg_" belong to the frame (downloads, the teacher's panel), not the page;
     controls inside a form are left out (a change reruns nothing until the form is submitted).
     """
     for kind in KINDS:
         for widget in getattr(at.main, kind):
             if (
                 widget.key
-                and not widget.key.startswith(("_", "csv_"))
+                and not widget.key.startswith(("_", "csv_", "svg_"))
                 and not getattr(widget, "disabled", False)
                 and not getattr(widget, "form_id", "")
             ):

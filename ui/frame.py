@@ -24,7 +24,6 @@ PROJECTOR_CSS = """<style>
 html { font-size: 21px; }
 .stApp, .stApp p, .stApp li, .stApp label, .stApp h1, .stApp h2, .stApp h3 { color: #000 !important; }
 [data-testid="stCaptionContainer"], [data-testid="stCaptionContainer"] * { color: #111 !important; }
-[data-testid="stMetricValue"] { font-size: 2.6rem !important; font-weight: 700; }
 </style>"""
 PROJECTOR_CHART = {
     "axis": {
@@ -93,9 +92,10 @@ def _projected(figure) -> dict:
 
 
 def chart(figure, data: pd.DataFrame | None, name: str, *, where=None, width="stretch") -> None:
-    """Draw an Altair chart (or a cached Vega-Lite dict) and offer the data behind it as CSV.
+    """Draw an Altair chart (or a cached Vega-Lite dict) and offer its data as CSV and the chart as SVG.
 
-    `name` names the file and must be unique on the page. In projector mode the chart's type and marks grow.
+    `name` names the files and must be unique on the page. Streamlit's own chart menu offers PNG. Both
+    files are made only when the button is clicked. In projector mode the chart's type and marks grow.
     """
     where = where or st
     if projector():
@@ -104,8 +104,9 @@ def chart(figure, data: pd.DataFrame | None, name: str, *, where=None, width="st
         where.vega_lite_chart(figure, width=width)
     else:
         where.altair_chart(figure, width=width)
+    row = where.container(horizontal=True, gap="small")
     if data is not None:
-        where.download_button(
+        row.download_button(
             t("common.frame.csv"),
             data=lambda: data.to_csv(index=False).encode("utf-8"),
             file_name=f"{name}.csv",
@@ -116,6 +117,24 @@ def chart(figure, data: pd.DataFrame | None, name: str, *, where=None, width="st
             icon=":material/download:",
             help=t("common.frame.csv_help"),
         )
+    row.download_button(
+        "SVG",
+        data=lambda: svg(figure),
+        file_name=f"{name}.svg",
+        mime="image/svg+xml",
+        key=f"svg_{name}",
+        on_click="ignore",
+        type="tertiary",
+        icon=":material/image:",
+        help=t("common.frame.svg_help"),
+    )
+
+
+def svg(figure) -> str:
+    """The chart rendered to SVG by vl-convert (imported on first use: it starts a JavaScript runtime)."""
+    import vl_convert
+
+    return vl_convert.vegalite_to_svg(figure if isinstance(figure, dict) else figure.to_dict(validate=False))
 
 
 @st.cache_resource

@@ -132,3 +132,12 @@ def test_every_page_renders_in_both_languages(path, lang):
         assert not english, english
     elif pathlib.Path(path).stem not in PENDING_LANG:
         assert at.title[0].value in catalog("en").values()
+
+
+@pytest.mark.parametrize("path", pages(PENDING_LANG))
+def test_every_chart_offers_its_data_as_csv_and_itself_as_svg(path):
+    at = open_from({}, path)
+    keys = [b.key for b in at.get("download_button")]
+    n_charts = len(at.get("vega_lite_chart"))
+    assert sum(k.startswith("svg_") for k in keys) == n_charts
+    assert sum(k.startswith("csv_") for k in keys) == n_charts

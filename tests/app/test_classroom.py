@@ -1,0 +1,108 @@
+"""The classroom frame: a teacher's link that hides controls, lesson mode, projector mode, the share and
+teacher links, language switching, and chart exports."""
+
+import json
+import urllib.parse
+
+import altair as alt
+import pandas as pd
+from app_helpers import APP, assert_clean, metric
+from streamlit.testing.v1 import AppTest
+
+from ui.frame import PROJECTOR_CHART, svg
+from ui.registry import PAGES
+
+PAGE = "views/sqrt_dk.py"
+
+
+def open_from(params: dict, path: str = PAGE) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=120)
+    for key, value in params.items():
+        at.query_params[key] = value
+    at.switch_page(path)
+    return at.run()
+
+
+def specs(at: AppTest) -> list[dict]:
+    return [json.loads(c.proto.spec) for c in at.get("vega_lite_chart")]
+
+
+def link_params(code_value: str) -> dict:
+    return dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(code_value).query))
+
+
+def test_a_teachers_link_hides_controls_but_keeps_their_values():
+    at = open_from({"d_k": "256", "hide": "d_k,sidebar"})
+    assert_clean(at)
+    assert not [w for w in at.select_slider if w.key == "d_k"]  # not drawn
+    assert metric(at, "theory: d_k") == "256"  # yet its value from the link rules the page
+    assert at.query_params["hide"] == "d_k,sidebar" and at.query_params["d_k"] == "256"
+    assert not at.sidebar.get("expander")  # no share/teacher panels for the class
+    at.switch_page("views/saturation.py").run()  # hiding holds across the lesson's pages
+    assert at.query_params["hide"] == "d_k,sidebar"
+
+
+def test_a_hostile_hide_value_hides_nothing_and_says_so():
+    at = open_from({"hide": "d_k,<img src=x>"})
+    assert_clean(at)
+    assert [w for w in at.select_slider if w.key == "d_k"]
+    assert any("hide" in t.value for t in at.toast)
+    assert "hide" not in at.query_params
+
+
+def test_lesson_mode_walks_the_pages_in_teaching_order():
+    at = open_from({"lesson": "true"})
+    assert_clean(at)
+    i = [p.path for p in PAGES].index(PAGE)
+    bars = [m.value for m in at.markdown if "**Lesson**" in m.value]
+    assert bars and f"stop {i + 1} of {len(PAGES)}" in bars[0]
+    links = [e.proto.page for e in at.get("page_link")]  # top bar: previous, next; bottom bar: next
+    assert links == [PAGES[i - 1].name, PAGES[i + 1].name, PAGES[i + 1].name]
+    off = open_from({"lesson": "false"})
+    assert not [m for m in off.markdown if "**Lesson**" in m.value]
+
+
+def test_projector_mode_enlarges_chart_text_and_marks():
+    plain, big = open_from({}), open_from({"projector": "true"})
+    assert_clean(big)
+    assert all("config" not in s or s["config"].get("axis", {}).get("labelFontSize") is None for s in specs(plain))
+    for spec in specs(big):
+        assert spec["config"]["axis"]["labelFontSize"] == PROJECTOR_CHART["axis"]["labelFontSize"]
+        assert spec["config"]["line"]["strokeWidth"] == PROJECTOR_CHART["line"]["strokeWidth"]
+    assert any("font-size" in h.proto.body for h in big.get("html"))
+
+
+def test_the_share_link_carries_every_control_and_the_teacher_link_its_choices():
+    at = open_from({})
+    at.select_slider(key="d_k").set_value(512).run()
+    share, teacher = (c.value for c in at.sidebar.get("code"))
+    assert link_params(share) == dict(at.query_params)
+    at.sidebar.multiselect(key="teacher_hide").set_value(["d_k", "temperature"]).run()
+    at.sidebar.checkbox(key="teacher_no_sidebar").check().run()
+    teacher = at.sidebar.get("code")[1].value
+    params = link_params(teacher)
+    assert params["hide"] == "d_k,sidebar,temperature" and params["lesson"] == "true" and params["d_k"] == "512"
+    assert "hide" not in at.query_params  # the teacher's own view is unchanged
+
+
+def test_switching_language_keeps_the_view():
+    at = open_from({})
+    at.select_slider(key="d_k").set_value(256).run()
+    en_value = metric(at, "Var(q·k)")
+    at.sidebar.selectbox(key="lang").set_value("zh").run()
+    assert_clean(at)
+    assert at.select_slider(key="d_k").value == 256
+    assert at.title[0].value.startswith("为什么")
+    assert metric(at, "Var(q·k)") == en_value
+    assert at.query_params["lang"] == "zh"
+
+
+def test_every_chart_has_csv_and_svg_downloads_and_svg_renders():
+    at = open_from({})
+    keys = [b.key for b in at.main.get("download_button")]
+    n_charts = len(at.get("vega_lite_chart"))
+    assert sum(k.startswith("svg_") for k in keys) == n_charts
+    assert sum(k.startswith("csv_") for k in keys) == n_charts
+    figure = alt.Chart(pd.DataFrame({"x": [1, 2], "y": [3, 4]}), title="权重").mark_line().encode(x="x", y="y")
+    text = svg(figure)
+    assert text.lstrip().startswith("<svg") and "权重" in text
