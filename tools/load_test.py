@@ -1,6 +1,10 @@
 """A classroom load test: N concurrent browser sessions change controls on a real server.
 
     python -m tools.load_test --sessions 30 --changes 20 --out benchmarks/load_test.md
+    python -m tools.load_test --client ws --sessions 30 --changes 20 --out benchmarks/load_test_ws.md
+
+With `--client ws` the sessions speak Streamlit's websocket protocol instead (tools/ws_client.py): the
+same mix of changes, without 30 Chromium renderers competing with the server for the CPUs.
 
 Starts `streamlit run app.py` on a free loopback port (tools/server.py), then drives N sessions at
 once from one headless Chromium (N browser contexts, Playwright's async API). Each session opens a
@@ -162,6 +166,51 @@ async def run_session(browser, url: str, idx: int, changes: int, timeout_ms: flo
         await context.close()
 
 
+async def run_ws_session(url: str, idx: int, changes: int, timeout_s: float, seed: int, result) -> None:
+    """One student over Streamlit's websocket protocol (tools/ws_client.py): the same mix of changes."""
+    from tools.ws_client import WsSession
+
+    rng = random.Random(seed * 1000 + idx)
+    pages = PAGE_NAMES[idx % len(PAGE_NAMES) :] + PAGE_NAMES[: idx % len(PAGE_NAMES)]
+    try:
+        async with WsSession(url) as session:
+            await session.rerun(pages[0], timeout=timeout_s)
+            for c in range(changes):
+                step = None if c % 5 == 4 else session.pick_change(rng)
+                if step is None:
+                    pages.append(pages.pop(0))
+                    kind, what = "page", f"go to {pages[0]}"
+                    action = session.rerun(pages[0], timeout=timeout_s)
+                else:
+                    what, state = step
+                    kind = what.split()[0].replace("select_", "")
+                    session.states[state.id] = state
+                    action = session.rerun(timeout=timeout_s)
+                try:
+                    run = await action
+                except TimeoutError:
+                    result.errors.append(f"session {idx} change {c} ({what}): no finished run within {timeout_s:.0f} s")
+                    continue
+                result.changes.append((kind, f"session {idx}: {what}", run.seconds))
+                result.errors += [f"session {idx} change {c} ({what}): {e}" for e in run.errors]
+    except Exception as e:  # noqa: BLE001 - the session could not go on
+        result.errors.append(f"session {idx}: {type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}")
+
+
+async def run_ws_sessions(url: str, sessions: int, changes: int, timeout_s: float = 60, seed: int = 0, total_s=900):
+    """N concurrent websocket sessions, all cut off after total_s; returns their results and the wall time."""
+    results = [SessionResult(planned=changes) for _ in range(sessions)]
+    start = time.perf_counter()
+    jobs = [asyncio.create_task(run_ws_session(url, i, changes, timeout_s, seed, r)) for i, r in enumerate(results)]
+    _, late = await asyncio.wait(jobs, timeout=total_s)
+    for i, job in enumerate(jobs):
+        if job in late:
+            job.cancel()
+            results[i].errors.append(f"session {i}: cut off by the global timeout ({total_s:.0f} s)")
+    await asyncio.gather(*late, return_exceptions=True)
+    return results, time.perf_counter() - start
+
+
 async def run_sessions(url: str, sessions: int, changes: int, timeout_s: float = 60, seed: int = 0, total_s=900):
     """N concurrent sessions from one browser, all cut off after total_s; returns their results and the wall time."""
     from playwright.async_api import async_playwright
@@ -299,8 +348,14 @@ def report(args, results, wall_s, mem: dict[str, float], command: str) -> tuple[
         f"- command: `{command}`",
         f"- sessions × changes: {args.sessions} × {args.changes} = {planned} planned changes, "
         f"{len(times)} finished; wall time {wall_s:.0f} s",
-        "- the client (one headless Chromium with one context per session) runs on the same machine as "
-        "the server and shares its CPUs",
+        (
+            "- the client (one headless Chromium with one context per session) runs on the same machine as "
+            "the server and shares its CPUs"
+            if args.client == "browser"
+            else "- the client speaks Streamlit's websocket protocol (tools/ws_client.py: one socket per session, "
+            "the widget states a browser would send; change → rerun = from sending the rerun to `script_finished`, "
+            "without the browser's debounce and drawing); it runs on the same machine"
+        ),
         "",
         "| goal | met | measured |",
         "| --- | --- | --- |",
@@ -343,6 +398,9 @@ def main() -> None:
     parser.add_argument("--global-timeout", type=float, default=900, help="seconds for all sessions")
     parser.add_argument("--settle", type=float, default=5, help="seconds to wait after close before measuring")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--client", choices=["browser", "ws"], default="browser", help="headless Chromium, or the websocket protocol"
+    )
     parser.add_argument("--out", type=pathlib.Path)
     args = parser.parse_args()
     command = "python -m tools.load_test " + shlex.join(sys.argv[1:])
@@ -355,9 +413,8 @@ def main() -> None:
             time.sleep(2)
             baseline = tree_rss_mb(srv.proc.pid)
             t0 = time.monotonic()
-            run = run_sessions(
-                srv.url, args.sessions, args.changes, args.action_timeout, args.seed, args.global_timeout
-            )
+            sessions = run_ws_sessions if args.client == "ws" else run_sessions
+            run = sessions(srv.url, args.sessions, args.changes, args.action_timeout, args.seed, args.global_timeout)
             results, wall_s = asyncio.run(run)
             t1 = time.monotonic()
             time.sleep(args.settle)

@@ -1,0 +1,122 @@
+"""A Streamlit session driven over its websocket protocol: what a browser sends, without the browser.
+
+The load test's light client. A browser page costs a Chromium renderer per student, which on a 2-core
+machine competes with the server it measures; this client costs a socket and a protobuf parser. It sends
+`BackMsg.rerun_script` (page, query string, widget states) and reads `ForwardMsg`s until `script_finished`,
+noting the main area's sliders and checkboxes and any exception or error box the run drew.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from dataclasses import dataclass, field
+
+import websockets
+from streamlit.proto.Alert_pb2 import Alert
+from streamlit.proto.BackMsg_pb2 import BackMsg
+from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+from streamlit.proto.WidgetStates_pb2 import WidgetState
+
+MAIN = 0  # delta_path[0]: 0 is the main area, 1 the sidebar
+
+
+@dataclass
+class Run:
+    seconds: float
+    status: str
+    errors: list[str] = field(default_factory=list)
+    controls: dict[str, object] = field(default_factory=dict)  # widget id -> Slider or Checkbox proto
+
+
+class WsSession:
+    """One browser tab's worth of protocol: `await s.rerun(page)`, then `await s.change(rng)` repeatedly."""
+
+    def __init__(self, url: str):
+        self.ws_url = url.replace("http://", "ws://") + "/_stcore/stream"
+        self.ws = None
+        self.page = ""
+        self.states: dict[str, WidgetState] = {}  # what the client has set, sent with every rerun
+        self.controls: dict[str, object] = {}
+
+    async def __aenter__(self) -> WsSession:
+        self.ws = await websockets.connect(self.ws_url, subprotocols=["streamlit"], max_size=None)
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.ws.close()
+
+    async def rerun(self, page: str | None = None, timeout: float = 60) -> Run:
+        """Ask for a run (of `page`, or the current page with the current widget states) and wait for its end."""
+        if page is not None and page != self.page:
+            self.page, self.states = page, {}
+        msg = BackMsg()
+        msg.rerun_script.page_name = self.page
+        msg.rerun_script.widget_states.widgets.extend(self.states.values())
+        start = time.perf_counter()
+        await self.ws.send(msg.SerializeToString())
+        run = await asyncio.wait_for(self._read_until_finished(), timeout)
+        run.seconds = time.perf_counter() - start
+        self.controls = run.controls
+        return run
+
+    async def _read_until_finished(self) -> Run:
+        run = Run(0.0, "")
+        while True:
+            fm = ForwardMsg()
+            fm.ParseFromString(await self.ws.recv())
+            kind = fm.WhichOneof("type")
+            if kind == "script_finished":
+                run.status = ForwardMsg.ScriptFinishedStatus.Name(fm.script_finished)
+                if fm.script_finished != ForwardMsg.FINISHED_EARLY_FOR_RERUN:
+                    return run
+            elif kind == "delta" and fm.delta.WhichOneof("type") == "new_element":
+                self._note(fm, run)
+
+    @staticmethod
+    def _note(fm: ForwardMsg, run: Run) -> None:
+        element = fm.delta.new_element
+        kind = element.WhichOneof("type")
+        if kind == "exception":
+            run.errors.append(f"exception: {element.exception.type}: {element.exception.message[:120]}")
+        elif kind == "alert" and element.alert.format == Alert.ERROR:
+            run.errors.append(f"error box: {element.alert.body[:120]}")
+        elif kind in ("slider", "checkbox") and fm.metadata.delta_path[:1] == [MAIN]:
+            widget = getattr(element, kind)
+            if not widget.disabled and not widget.form_id:
+                run.controls[widget.id] = widget
+
+    def pick_change(self, rng: random.Random) -> tuple[str, WidgetState] | None:
+        """A new valid value for a random slider or checkbox of the current page, as the browser would send it."""
+        if not self.controls:
+            return None
+        wid = rng.choice(sorted(self.controls))
+        widget = self.controls[wid]
+        state = WidgetState(id=wid)
+        if hasattr(widget, "step") and widget.options:  # a select_slider: the chosen option's label
+            current = int((list(widget.value if widget.set_value else widget.default) or [0])[0])
+            label = widget.options[rng.choice([i for i in range(len(widget.options)) if i != current])]
+            state.string_array_value.data[:] = [label]
+            return f"select_slider {widget.label!r} -> {label}", state
+        if hasattr(widget, "step"):
+            current = (list(widget.value if widget.set_value else widget.default) or [widget.min])[0]
+            n = round((widget.max - widget.min) / widget.step)
+            choices = [round(widget.min + i * widget.step, 10) for i in range(n + 1)]
+            choices = [v for v in choices if abs(v - current) > widget.step / 2]
+            if not choices:
+                return None
+            state.double_array_value.data[:] = [rng.choice(choices)]
+            return f"slider {widget.label!r} -> {state.double_array_value.data[0]:g}", state
+        now = widget.value if widget.set_value else widget.default
+        previous = self.states.get(wid)
+        state.bool_value = not (previous.bool_value if previous is not None else now)
+        return f"checkbox {widget.label!r} -> {state.bool_value}", state
+
+    async def change(self, rng: random.Random, timeout: float = 60) -> tuple[str, Run] | None:
+        picked = self.pick_change(rng)
+        if picked is None:
+            return None
+        what, state = picked
+        self.states[state.id] = state
+        return what, await self.rerun(timeout=timeout)
