@@ -1,5 +1,8 @@
 """Charts for "Softmax saturation and temperature".
 
+Every title and axis label comes from the page (in the viewer's language) through `text`, a mapping with the
+keys each builder lists; `names` maps the series keys "unscaled"/"scaled" to their legend labels.
+
 Every encoding is an explicit channel object (alt.X, alt.Tooltip ...): Altair turns a bare string or dict
 into one through a slow schema round trip. The current d_k and T are Vega-Lite parameters, so a page can cache
 a chart's spec and move its marker with set_param instead of rebuilding the chart.
@@ -8,21 +11,22 @@ a chart's spec and move its marker with set_param instead of rebuilding the char
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 import altair as alt
 import pandas as pd
 
-from attn_core.charts.common import HEIGHT, color_scale
+from attn_core.charts.common import HEIGHT, color_scale, named_color
 
 SERIES = ["unscaled", "scaled"]
-STATS = ["mean over rows", "median row"]  # drawn solid and dashed
+STATS = ["mean", "median"]  # drawn solid and dashed
 NOW = "#7570b3"  # the current value of a control, on every chart of the page
 D_K_PARAM, T_PARAM = "d_k_now", "t_now"  # Vega-Lite parameters: the current d_k and T
 
 
-def _series_color() -> alt.Color:
-    legend = alt.Legend(title="logits", labelExpr="datum.label == 'scaled' ? 'q·k / √d_k' : 'q·k'")
-    return alt.Color("series:N", scale=color_scale(SERIES), legend=legend)
+def _named(df: pd.DataFrame, names: Mapping[str, str]) -> pd.DataFrame:
+    """df with a `name` column: each row's series as the legend shows it, for the tooltips."""
+    return df.assign(name=df.series.map(names).fillna(df.series))
 
 
 def _decades(values: pd.Series) -> list[float]:
@@ -31,8 +35,8 @@ def _decades(values: pd.Series) -> list[float]:
     return [10.0**k for k in range(lo, hi + 1)]
 
 
-def _d_k_axis() -> alt.X:
-    return alt.X("d_k:Q", scale=alt.Scale(type="log", base=2), title="d_k (log scale)", axis=alt.Axis(tickCount=11))
+def _d_k_axis(title: str) -> alt.X:
+    return alt.X("d_k:Q", scale=alt.Scale(type="log", base=2), title=title, axis=alt.Axis(tickCount=11))
 
 
 def _marker(param: str, value: float):
@@ -64,115 +68,129 @@ def _ceiling(value: float, label: str, *, side: str = "left"):
     return line + text
 
 
-def jacobian_vs_d_k(df: pd.DataFrame, d_k: int):
+def jacobian_vs_d_k(df: pd.DataFrame, d_k: int, text: Mapping[str, str], names: Mapping[str, str]):
     """Mean (solid) and median (dashed) Frobenius norm of the softmax Jacobian against d_k, log-log.
 
     The current d_k is marked; the dash pattern is named in the title (a strokeDash legend beside the points
-    would draw no symbol).
+    would draw no symbol). text: title, x, y, legend, stat, mean, median (the tooltip names the statistic).
     """
     long = df.melt(
         id_vars=["d_k", "series"], value_vars=["jacobian_norm", "jacobian_median"], var_name="stat", value_name="norm"
     )
     long["stat"] = long["stat"].map(dict(zip(["jacobian_norm", "jacobian_median"], STATS, strict=True)))
-    x = _d_k_axis()
+    long = _named(long, names).assign(stat_name=lambda x: x.stat.map({s: text[s] for s in STATS}))
     lines = (
         alt.Chart(long)
         .mark_line(point=True)
         .encode(
-            x=x,
+            x=_d_k_axis(text["x"]),
             y=alt.Y(
                 "norm:Q",
                 scale=alt.Scale(type="log"),
                 axis=alt.Axis(format=".0e", values=_decades(long.norm)),
-                title="‖J‖_F of the softmax Jacobian (log scale)",
+                title=text["y"],
             ),
-            color=_series_color(),
+            color=named_color("series", names, text["legend"]),
             strokeDash=alt.StrokeDash("stat:N", scale=alt.Scale(domain=STATS, range=[[1, 0], [5, 3]]), legend=None),
             tooltip=[
                 alt.Tooltip("d_k:Q"),
-                alt.Tooltip("series:N"),
-                alt.Tooltip("stat:N"),
+                alt.Tooltip("name:N", title=text["legend"]),
+                alt.Tooltip("stat_name:N", title=text["stat"]),
                 alt.Tooltip("norm:Q", title="‖J‖_F", format=".3e"),
             ],
         )
     )
-    title = "‖J‖_F, mean (solid) and median (dashed)"
-    return (lines + _marker(D_K_PARAM, d_k)).properties(title=title, height=HEIGHT + 60)
+    return (lines + _marker(D_K_PARAM, d_k)).properties(title=text["title"], height=HEIGHT + 60)
 
 
-def measure_vs_d_k(df: pd.DataFrame, d_k: int, *, column: str, title: str, y_title: str, ceiling=None):
+def measure_vs_d_k(
+    df: pd.DataFrame,
+    d_k: int,
+    *,
+    column: str,
+    text: Mapping[str, str],
+    names: Mapping[str, str],
+    ceiling: float | None = None,
+):
     """One saturation measure (mean over rows) against d_k, unscaled against scaled, the current d_k marked.
 
-    ceiling: optional (value, label) drawn as a dashed horizontal line, labelled at its right end.
+    ceiling: optional value drawn as a dashed horizontal line, labelled text["ceiling"] at its right end.
+    text: title, x, y, legend (and ceiling).
     """
-    x = _d_k_axis()
     lines = (
-        alt.Chart(df)
+        alt.Chart(_named(df, names))
         .mark_line(point=True)
         .encode(
-            x=x,
-            y=alt.Y(f"{column}:Q", title=y_title),
-            color=_series_color(),
-            tooltip=[alt.Tooltip("d_k:Q"), alt.Tooltip("series:N"), alt.Tooltip(f"{column}:Q", format=".4f")],
+            x=_d_k_axis(text["x"]),
+            y=alt.Y(f"{column}:Q", title=text["y"]),
+            color=named_color("series", names, text["legend"]),
+            tooltip=[
+                alt.Tooltip("d_k:Q"),
+                alt.Tooltip("name:N", title=text["legend"]),
+                alt.Tooltip(f"{column}:Q", format=".4f"),
+            ],
         )
     )
     layers = lines + _marker(D_K_PARAM, d_k)
     if ceiling is not None:
-        layers += _ceiling(*ceiling, side="right")
-    return layers.properties(title=title, height=HEIGHT)
+        layers += _ceiling(ceiling, text["ceiling"], side="right")
+    return layers.properties(title=text["title"], height=HEIGHT)
 
 
-def row_bars(row: pd.DataFrame, series: str, temperature: float):
-    """One query's weights at temperature T, keys sorted by logit, with the uniform weight 1/n dashed."""
+def row_bars(row: pd.DataFrame, series: str, text: Mapping[str, str]):
+    """One query's weights, keys sorted by logit, with the uniform weight 1/n dashed.
+
+    text: title, x, y, rank (its tooltip), uniform (the label of the 1/n line).
+    """
     r = row[row.series == series]
     bars = (
         alt.Chart(r)
         .mark_bar(color=color_scale(SERIES).range[SERIES.index(series)])
         .encode(
-            x=alt.X(
-                "rank:O", title="key, sorted by logit (largest first)", axis=alt.Axis(labelAngle=0, labelOverlap=True)
-            ),
-            y=alt.Y("weight:Q", title=f"weight p_i at T = {temperature:g}", scale=alt.Scale(domain=[0, 1])),
+            x=alt.X("rank:O", title=text["x"], axis=alt.Axis(labelAngle=0, labelOverlap=True)),
+            y=alt.Y("weight:Q", title=text["y"], scale=alt.Scale(domain=[0, 1])),
             tooltip=[
-                alt.Tooltip("rank:O", title="rank"),
+                alt.Tooltip("rank:O", title=text["rank"]),
                 alt.Tooltip("logit:Q", format=".3f"),
                 alt.Tooltip("weight:Q", format=".4g"),
             ],
         )
     )
-    uniform = 1 / len(r)
-    return (bars + _ceiling(uniform, f"uniform 1/n = {uniform:.3g}", side="right")).properties(
-        title=f"One query's weights at T = {temperature:g}", height=HEIGHT
-    )
+    return (bars + _ceiling(1 / len(r), text["uniform"], side="right")).properties(title=text["title"], height=HEIGHT)
 
 
-def entropy_vs_temperature(curve: pd.DataFrame, ceiling: float, temperature: float):
+def entropy_vs_temperature(
+    curve: pd.DataFrame, ceiling: float, temperature: float, text: Mapping[str, str], names: Mapping[str, str]
+):
     """Entropy of one row against T on a log axis, both logit scales, the log(n) ceiling, the current T marked.
 
     The current T is the parameter T_PARAM: the rule and the points (the curve's rows at that T, which must
     be one of curve.temperature) follow set_param, so the chart is built once per curve.
+    text: title, x, y, legend, ceiling.
     """
     x = alt.X(
         "temperature:Q",
         scale=alt.Scale(type="log"),
         axis=alt.Axis(values=_decades(curve.temperature), format="~g"),
-        title="temperature T (log scale)",
+        title=text["x"],
     )
-    y = alt.Y("entropy:Q", title="entropy H(p) in nats", scale=alt.Scale(domain=[0, ceiling * 1.1]))
+    y = alt.Y("entropy:Q", title=text["y"], scale=alt.Scale(domain=[0, ceiling * 1.1]))
+    color = named_color("series", names, text["legend"])
     tooltip = [
-        alt.Tooltip("series:N"),
+        alt.Tooltip("name:N", title=text["legend"]),
         alt.Tooltip("temperature:Q", title="T", format=".3g"),
         alt.Tooltip("entropy:Q", format=".4f"),
     ]
-    lines = alt.Chart(curve).mark_line().encode(x=x, y=y, color=_series_color(), tooltip=tooltip)
+    named = _named(curve, names)
+    lines = alt.Chart(named).mark_line().encode(x=x, y=y, color=color, tooltip=tooltip)
     points = (
-        alt.Chart(curve)
+        alt.Chart(named)
         .transform_filter(f"datum.temperature == {T_PARAM}")
         .mark_point(filled=True, size=90, stroke="#222", opacity=1)
-        .encode(x=x, y=y, color=_series_color(), tooltip=tooltip)
+        .encode(x=x, y=y, color=color, tooltip=tooltip)
     )
-    layers = lines + _marker(T_PARAM, temperature) + points + _ceiling(ceiling, "log n (uniform)")
-    return layers.properties(title="Entropy against T: 0 (argmax) → log n", height=HEIGHT)
+    layers = lines + _marker(T_PARAM, temperature) + points + _ceiling(ceiling, text["ceiling"])
+    return layers.properties(title=text["title"], height=HEIGHT)
 
 
 def jacobian_table(cells: pd.DataFrame, limit: float):

@@ -1,5 +1,8 @@
+import json
+
 import pytest
-from app_helpers import assert_clean, metric
+from app_helpers import APP, assert_clean, metric
+from streamlit.testing.v1 import AppTest
 
 PAGE = "views/equivariance.py"
 ERROR = "equivariance error"  # the metric: max |Attention(PX) − P·Attention(X)|
@@ -111,3 +114,45 @@ def test_the_ends_of_the_ranges_render_cleanly(open_page, n, d):
     assert_clean(at)
     assert verdict(at).startswith("**Broken**")  # even two tokens, or fp32's wide tolerance, cannot hide the positions
     assert len(at.get("vega_lite_chart")) == 4
+
+
+def reopen(at: AppTest) -> AppTest:
+    """A fresh app opened from the URL `at` shows (another student opening the copied link)."""
+    again = AppTest.from_file(APP, default_timeout=120)
+    for key, value in dict(at.query_params).items():
+        again.query_params[key] = value
+    again.switch_page(PAGE).run()
+    assert_clean(again)
+    return again
+
+
+def test_the_shift_and_the_typed_permutation_travel_in_the_url(open_page):
+    """Controls the generic URL test cannot drive: a text input, and a number input disabled until chosen."""
+    at = open_page(PAGE)
+    at.selectbox(key="perm_kind").set_value("cyclic").run()
+    at.number_input(key="shift").set_value(5).run()
+    assert_clean(at)
+    assert at.query_params["shift"] == "5"
+    again = reopen(at)
+    assert again.number_input(key="shift").value == 5
+    assert shown_permutation(again) == (5, 6, 7, 0, 1, 2, 3, 4)
+
+    at.selectbox(key="perm_kind").set_value("typed").run()
+    at.text_input(key="perm_text").set_value("2,0,1,3,4,5,7,6").run()
+    assert at.query_params["perm_text"] == "2,0,1,3,4,5,7,6"
+    again = reopen(at)
+    assert again.text_input(key="perm_text").value == "2,0,1,3,4,5,7,6"
+    assert shown_permutation(again) == (2, 0, 1, 3, 4, 5, 7, 6)
+    assert [m.value for m in again.metric] == [m.value for m in at.metric]
+
+
+def test_chinese_charts_name_the_variants_and_verdicts_in_chinese(open_page):
+    at = open_page(PAGE, lang="zh")
+    assert_clean(at)
+    bars = json.loads(at.get("vega_lite_chart")[0].proto.spec)
+    encoding = bars["layer"][0]["encoding"]
+    assert '"因果掩码"' in encoding["y"]["axis"]["labelExpr"]  # the y axis names each variant
+    assert json.dumps("等变") in encoding["color"]["legend"]["labelExpr"]  # the legend names each verdict
+    assert encoding["color"]["title"] == "结论" and bars["title"] == "各变体的误差"
+    assert bars["layer"][3]["mark"]["text"] == "舍入容差"  # the tolerance rule's label follows the language too
+    assert [b.proto.label for b in at.get("download_button")].count("CSV") == 4  # every chart offers its data

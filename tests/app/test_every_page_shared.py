@@ -31,8 +31,6 @@ PENDING_URL = {
 }
 PENDING_LANG = {
     "worked_example",
-    "saturation",
-    "equivariance",
     "positional",
     "geometry",
     "masks",

@@ -1,7 +1,8 @@
 import json
 import math
 
-from app_helpers import assert_clean
+from app_helpers import APP, assert_clean
+from streamlit.testing.v1 import AppTest
 
 from attn_core.stats import random_logits, saturation_summary
 from attn_core.tables import saturation as tables
@@ -104,3 +105,21 @@ def test_every_control_changes_and_the_page_follows(open_page):
     at.run()
     assert_clean(at)
     assert metrics(at, "median ‖J‖, q·k") != median_before
+
+
+def test_typed_logits_travel_in_the_url(open_page):
+    """The text input the generic URL test cannot drive: set it, copy the URL, open it afresh."""
+    at = open_page(PAGE)
+    at.text_input(key="sat_logits").set_value("6, -1.5, 0").run()
+    at.radio(key="sat_scale").set_value("unscaled").run()
+    assert_clean(at)
+    assert at.query_params["sat_logits"] == "6, -1.5, 0"
+    again = AppTest.from_file(APP, default_timeout=120)
+    for key, value in dict(at.query_params).items():
+        again.query_params[key] = value
+    again.switch_page(PAGE).run()
+    assert_clean(again)
+    assert again.text_input(key="sat_logits").value == "6, -1.5, 0"
+    assert again.radio(key="sat_scale").value == "unscaled"
+    assert any(m.value == "**softmax([6, -1.5, 0])**" for m in again.markdown)
+    assert [m.value for m in again.metric] == [m.value for m in at.metric]

@@ -1,10 +1,12 @@
 import math
 
+import pandas as pd
 import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from attn_core.charts import equivariance as charts
 from attn_core.naive import naive_attention
 from attn_core.positional import sinusoidal_encoding
 from attn_core.tables import equivariance as tables
@@ -143,3 +145,39 @@ def test_both_precisions_see_one_draw():
     w32 = tables.weights_views(8, 16, perm, False, False, 5, "float32")[0].weight
     # fp32 rounding of inputs and of each d=16-term logit stays below 1e-5 on weights of size <= 1
     assert (w64 - w32).abs().max() < 1e-5 and (w64 - w32).abs().max() > 0
+
+
+TEXT = {
+    "title": "T",
+    "x": "X axis",
+    "y": "Y axis",
+    "weight": "W",
+    "query_token": "QT",
+    "key_token": "KT",
+    "variant": "V",
+    "verdict": "Verdict",
+    "error": "E",
+    "tolerance": "Tol",
+    "zero": "zero!",
+}
+
+
+def test_the_charts_validate_and_show_the_pages_names():
+    """Titles and labels come from the page; the data keeps the tables' keys (the CSV's columns)."""
+    perm = tables.choose_permutation("reverse", 5, 0)
+    errors = tables.variant_errors(5, 4, tuple(range(5)), 0, "float64")  # the identity: every error is 0
+    variants = {label: label.upper() for label, _, _ in tables.VARIANTS}
+    verdicts = {"equivariant": "eq", "broken": "br"}
+    spec = charts.variant_errors_log(errors, "plain", tables.LOG_FLOOR, TEXT, variants, verdicts).to_dict()
+    bars = spec["layer"][0]["encoding"]
+    assert spec["title"] == "T" and bars["x"]["title"] == "X axis" and bars["color"]["title"] == "Verdict"
+    assert '"causal mask" ? "CAUSAL MASK"' in bars["y"]["axis"]["labelExpr"]
+    assert '"broken" ? "br"' in bars["color"]["legend"]["labelExpr"]
+    assert [t["title"] for t in bars["tooltip"]] == ["V", "E", "Tol", "Verdict"]
+    shown = pd.DataFrame(next(iter(spec["datasets"].values())))
+    assert list(shown.variant) == [label for label, _, _ in tables.VARIANTS]  # keys, not labels, in the data
+    assert set(shown.label) == {"zero!"} and set(shown.verdict_name) == {"eq"}
+    df, _ = tables.weights_views(5, 4, perm, False, False, 0, "float64")
+    heat = charts.weights_heatmap(df, "A′", TEXT, 1.0).to_dict()
+    assert heat["title"] == "T" and heat["encoding"]["x"]["title"] == "X axis"
+    assert [t["title"] for t in heat["encoding"]["tooltip"]] == ["Y axis", "X axis", "QT", "KT", "W"]

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from attn_core.charts import saturation as charts
 from attn_core.stats import random_logits
 from attn_core.tables import saturation as tables
+from ui.i18n import catalog, fill
 
 SEED = 3
 EPS = np.finfo(np.float64).eps
@@ -216,23 +217,39 @@ def test_parse_logits_round_trips_printed_floats(values):
     assert tables.parse_logits(", ".join(repr(v) for v in values)) == tuple(values)
 
 
+def chart_text(table: str, **values) -> dict[str, str]:
+    """The page's English strings for one chart (the builders take them as they are, in any language)."""
+    start = f"saturation.charts.{table}."
+    return {k[len(start) :]: fill(v, values) for k, v in catalog("en").items() if k.startswith(start)}
+
+
+NAMES = {"unscaled": "raw", "scaled": "divided"}  # legend labels that differ from the series keys
+
+
 def test_chart_specs_validate_against_vega_lite():
     """The page skips Altair's schema check for speed; it runs here, on every chart the page draws."""
     df = tables.saturation_sweep(4, SEED, n_rows=8)
     row, _ = tables.temperature_row(16, 4, 0.5, SEED)
     curve = tables.temperature_curve(16, 4, SEED)
     _, cells, _ = tables.softmax_example(tables.NOTES_SCALED)
+    entropy_text = chart_text("entropy", value=math.log(4))
     built = [
-        charts.jacobian_vs_d_k(df, 16),
-        charts.measure_vs_d_k(df, 16, column="entropy", title="t", y_title="y", ceiling=(math.log(4), "log n")),
-        charts.measure_vs_d_k(df, 16, column="max_weight", title="t", y_title="y"),
-        charts.row_bars(row, "unscaled", 0.5),
-        charts.entropy_vs_temperature(curve, math.log(4), 0.5),
+        charts.jacobian_vs_d_k(df, 16, chart_text("jacobian"), NAMES),
+        charts.measure_vs_d_k(df, 16, column="entropy", text=entropy_text, names=NAMES, ceiling=math.log(4)),
+        charts.measure_vs_d_k(df, 16, column="max_weight", text=chart_text("max_weight"), names=NAMES),
+        charts.row_bars(row, "unscaled", chart_text("bars", t=0.5, value=0.25)),
+        charts.entropy_vs_temperature(curve, math.log(4), 0.5, chart_text("temperature"), NAMES),
     ]
     for chart in built:
         spec = chart.to_dict()  # validate=True: raises on any schema error
         main = spec["layer"][0]["encoding"]  # the data layer; the others are markers and reference lines
         assert spec["title"] and main["x"]["title"] and main["y"]["title"] and main["tooltip"]
+        if "color" in main:  # the legend shows the page's names, the data keeps the series keys
+            assert '"divided"' in main["color"]["legend"]["labelExpr"]
+            assert main["color"]["scale"]["domain"] == ["unscaled", "scaled"]
+    assert built[1].to_dict()["title"] == "Entropy of the weights, mean over rows"
+    assert "log n = 1.386 (uniform)" in str(built[1].to_dict())  # the ceiling's label, filled by the page
+    assert built[3].to_dict()["title"] == "One query's weights at T = 0.5"
     # the current d_k and T are parameters: moving them changes only their value, and the spec stays valid
     for chart, param in ((built[0], charts.D_K_PARAM), (built[1], charts.D_K_PARAM), (built[4], charts.T_PARAM)):
         spec = charts.set_param(chart.to_dict(), param, 256.0)
