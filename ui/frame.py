@@ -11,7 +11,6 @@ import pandas as pd
 import streamlit as st
 import torch
 
-from attn_core.charts.common import to_spec
 from ui import state
 from ui.i18n import LANGUAGES, browser_language, t
 from ui.registry import PAGES, PageInfo
@@ -84,7 +83,7 @@ def projector() -> bool:
 
 
 def _projected(figure) -> dict:
-    spec = dict(figure) if isinstance(figure, dict) else to_spec(figure, validate=False)
+    spec = dict(figure) if isinstance(figure, dict) else figure.to_dict(validate=False)  # keeps the chart's config
     config = dict(spec.get("config", {}))
     for part, settings in PROJECTOR_CHART.items():
         config[part] = {**config.get(part, {}), **settings}

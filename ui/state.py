@@ -184,7 +184,9 @@ def value(key: str, parse: Callable[[str], object], default):
 
 
 def keep(key: str, value, label: str | None = None) -> None:
+    """Record the value the user now sees: in the URL, and for `value()` after a page switch."""
     st.session_state.setdefault(_THIS_RUN, {})[key] = label or key
+    st.session_state[key] = value
     _publish(key, value)
 
 

@@ -1,97 +1,102 @@
+import pandas as pd
 import streamlit as st
 
 from attn_core.charts import geometry as charts
 from attn_core.charts.common import to_spec
 from attn_core.tables import geometry as tables
-from ui.frame import formula, friendly_errors, header, notice, predict_first, seed
+from ui import state as controls
+from ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed
+from ui.i18n import t, td, tl
 
 PARITY_D = [2, 4, 8, 16, 32, 64, 128]
 HIDDEN = [4, 8, 16, 32, 64, 128]
 
 
-# Each view caches its table and its finished chart spec by plain parameters, so a rerun redraws
-# only the view whose control moved.
+# Each view caches its table and its finished chart spec by plain parameters (the chart's strings
+# included, so each language has its own entry), so a rerun redraws only the view whose control moved.
 @st.cache_data(max_entries=256)
-def hull_view(n_points: int, q_x: float, q_y: float, temperature: float, rng_seed: int):
+def hull_view(n_points: int, q_x: float, q_y: float, temperature: float, rng_seed: int, text: dict):
     points, hull, summary = tables.hull_view(n_points, q_x, q_y, temperature, rng_seed)
-    return points, summary, to_spec(charts.hull_picture(points, hull, summary, (q_x, q_y)))
+    return points, summary, to_spec(charts.hull_picture(points, hull, summary, (q_x, q_y), text))
 
 
 @st.cache_data(max_entries=64)
-def regression_view(n_samples: int, noise: float, bandwidth: float, rng_seed: int):
+def regression_view(n_samples: int, noise: float, bandwidth: float, rng_seed: int, text: dict, names: dict):
     samples, curves, rmse = tables.regression_1d(n_samples, noise, bandwidth, rng_seed)
-    return rmse, to_spec(charts.regression_curves(samples, curves))
+    data = pd.concat([samples.assign(series="samples")[["series", "x", "y"]], curves], ignore_index=True)
+    return data, rmse, to_spec(charts.regression_curves(samples, curves, text, names))
 
 
 @st.cache_data(max_entries=64)
-def parity_view(d: int, hidden: int, rng_seed: int):
+def parity_view(d: int, hidden: int, rng_seed: int, text: dict, names: dict):
     pairs, stats, params = tables.parity_samples(d, hidden, rng_seed)
-    return stats, params, to_spec(charts.parity_scatter(pairs))
+    return pairs, stats, params, to_spec(charts.parity_scatter(pairs, text, names))
 
 
 cosine_sweep = st.cache_data(max_entries=8)(tables.cosine_variance_sweep)
 
 
 @st.cache_data(max_entries=32)
-def cosine_view(d: int, rng_seed: int):
+def cosine_view(d: int, rng_seed: int, hist_text: dict, sweep_text: dict):
     bars, curve, stats = tables.cosine_histogram(d, tables.COS_PAIRS, rng_seed)
     sweep = cosine_sweep(tables.COS_SWEEP_PAIRS, rng_seed)
     return (
+        bars,
+        sweep,
         stats,
-        to_spec(charts.cosine_histogram(bars, curve, d)),
-        to_spec(charts.cosine_variance_loglog(sweep, d)),
+        to_spec(charts.cosine_histogram(bars, curve, hist_text)),
+        to_spec(charts.cosine_variance_loglog(sweep, d, sweep_text)),
     )
 
 
-header(
-    "Geometry and kernel regression",
-    "Attention averages the value vectors with weights that are positive and sum to one. "
-    "In two dimensions you can watch where that average lands, and see that it is a kernel regression.",
-)
-predict_first(
-    "Make the temperature T very small. Does the output move to the value nearest the query q, or somewhere else?",
-    "To the value with the **largest q·vᵢ**: the hull vertex farthest along the direction of q, which is often "
-    "not the value nearest to q. Dot-product scores reward alignment and length, not closeness. "
-    "Raise T instead and the weights even out, so the output slides towards the centroid.",
-)
+header(t("geometry.title"), t("geometry.lede"))
+predict_first(t("geometry.question"), t("geometry.answer"))
 
-st.subheader("1 · The output lies in the convex hull of the values")
+st.subheader(t("geometry.sections.hull"))
 with st.container(border=True):
     c1, c2, c3, c4 = st.columns(4)
-    n_points = c1.slider("value vectors n", 3, 12, 6, key="geo_n_points")
-    q_x = c2.slider("query q₁", -3.0, 3.0, 1.0, 0.1, key="geo_q_x")
-    q_y = c3.slider("query q₂", -3.0, 3.0, 0.5, 0.1, key="geo_q_y")
-    temperature = c4.slider("temperature T", 0.05, 5.0, 1.0, 0.05, key="geo_temperature")
+    n_points = controls.slider(t("geometry.controls.n_points"), 3, 12, 6, 1, key="geo_n_points", where=c1)
+    q_x = controls.slider(t("geometry.controls.q_x"), -3.0, 3.0, 1.0, 0.1, key="geo_q_x", where=c2)
+    q_y = controls.slider(t("geometry.controls.q_y"), -3.0, 3.0, 0.5, 0.1, key="geo_q_y", where=c3)
+    temperature = controls.slider(
+        t("geometry.controls.temperature"), 0.05, 5.0, 1.0, 0.05, key="geo_temperature", where=c4
+    )
 
 summary = None  # stays None if the picture cannot be computed; the views below then skip their numbers
 left, right = st.columns([3, 2])
-with left, friendly_errors("The 2-D picture"):
-    points, summary, spec = hull_view(n_points, q_x, q_y, temperature, seed())
-    st.vega_lite_chart(spec, width="content")
+with left, friendly_errors(t("geometry.errors.picture")):
+    points, summary, spec = hull_view(n_points, q_x, q_y, temperature, seed(), td("geometry.charts.hull"))
+    chart(spec, points, "hull_picture", width="content")
 with right:
     formula(r"o=\sum_{i=1}^{n}\alpha_i v_i,\qquad \alpha_i\ge 0,\quad \sum_{i=1}^{n}\alpha_i=1")
     formula(
         r"\alpha_i=\frac{e^{\,q\cdot k_i/(\sqrt{d}\,T)}}{\sum_j e^{\,q\cdot k_j/(\sqrt{d}\,T)}}",
-        "keys = values here and d = 2: o is a convex combination of the values vᵢ",
+        t("geometry.captions.convex"),
     )
     if summary is not None:
         m1, m2 = st.columns(2)
-        m1.metric("o inside the hull", "yes" if summary["inside"] else "NO", help="Checked against every hull edge.")
-        m2.metric("largest weight", f"{points.attention.max():.3f}", help="On the value labelled in the caption.")
-        st.caption(
-            "o = ({:.3f}, {:.3f}); ".format(*summary["output"])
-            + f"{summary['n_vertices']} of the {n_points} values are hull vertices; the largest weight sits on "
-            f"{points.point[points.attention.idxmax()]}."
+        m1.metric(
+            t("geometry.metrics.inside"),
+            t("geometry.metrics.yes") if summary["inside"] else t("geometry.metrics.no"),
+            help=t("geometry.metrics.inside_help"),
         )
-    notice(
-        [
-            "Whatever the query, o never leaves the dashed hull: the weights are positive and sum to one.",
-            "Small T pushes o to the vertex with the largest q·vᵢ; large T pulls it to the centroid.",
-            "Lengthening q does the same as lowering T: only q/T enters the weights.",
-        ]
-    )
+        m2.metric(
+            t("geometry.metrics.largest"), f"{points.attention.max():.3f}", help=t("geometry.metrics.largest_help")
+        )
+        x, y = summary["output"]
+        st.caption(
+            t(
+                "geometry.captions.hull",
+                x=x,
+                y=y,
+                k=summary["n_vertices"],
+                n=n_points,
+                point=points.point[points.attention.idxmax()],
+            )
+        )
+    notice(tl("geometry.notice.hull"))
 
-st.subheader("2 · Attention is Nadaraya-Watson kernel regression")
+st.subheader(t("geometry.sections.regression"))
 a_col, nw_col = st.columns(2)
 with a_col:
     formula(r"o=\mathrm{softmax}\!\left(\frac{qK^\top}{\sqrt{d}\,T}\right)V", "naive_attention(q, K, V, temperature=T)")
@@ -102,90 +107,92 @@ with nw_col:
         "nadaraya_watson(q, K, V, kernel='exponential')",
     )
 if summary is not None:  # the same q, K = V and T as the picture above
-    a_col.markdown("attention output: **({:.6f}, {:.6f})**".format(*summary["output"]))
-    nw_col.markdown("Nadaraya-Watson prediction: **({:.6f}, {:.6f})**".format(*summary["nw_output"]))
+    a_col.markdown(t("geometry.attention_output", x=summary["output"][0], y=summary["output"][1]))
+    nw_col.markdown(t("geometry.nw_output", x=summary["nw_output"][0], y=summary["nw_output"][1]))
     weights = points.set_index("point")[["logit", "attention", "nw"]].T
-    weights.index = ["score q·vᵢ/(√2 T)", "weight αᵢ (attention)", "weight (Nadaraya-Watson)"]
+    weights.index = [t("geometry.weights.logit"), t("geometry.weights.attention"), t("geometry.weights.nw")]
+    weights.columns.name = None  # the value names v1, v2, ... head their own columns
     w_col, d_col = st.columns([5, 1])
     w_col.dataframe(weights, width="stretch")
     d_col.metric(
-        "max |difference|",
+        t("geometry.metrics.max_diff"),
         f"{max(summary['max_abs_diff_output'], summary['max_abs_diff_weights']):.1e}",
-        help="Largest gap between the two computations, over the weights and the output (float64).",
+        help=t("geometry.metrics.max_diff_help"),
     )
 
-st.markdown("**The same estimator on a 1-D regression problem**")
+st.markdown(f"**{t('geometry.sections.regression_1d')}**")
 with st.container(border=True):
     r1, r2, r3 = st.columns(3)
-    bandwidth = r1.slider("bandwidth h", 0.05, 2.0, 0.3, 0.05, key="geo_bandwidth")
-    n_samples = r2.slider("samples", 5, 200, 40, 5, key="geo_n_samples")
-    noise = r3.slider("noise σ", 0.0, 1.0, 0.3, 0.05, key="geo_noise")
+    bandwidth = controls.slider(t("geometry.controls.bandwidth"), 0.05, 2.0, 0.3, 0.05, key="geo_bandwidth", where=r1)
+    n_samples = controls.slider(t("geometry.controls.n_samples"), 5, 200, 40, 5, key="geo_n_samples", where=r2)
+    noise = controls.slider(t("geometry.controls.noise"), 0.0, 1.0, 0.3, 0.05, key="geo_noise", where=r3)
 left, right = st.columns([3, 2])
-with left, friendly_errors("The 1-D regression"):
-    rmse, spec = regression_view(n_samples, noise, bandwidth, seed())
-    st.vega_lite_chart(spec, width="stretch")
+with left, friendly_errors(t("geometry.errors.regression")):
+    curves, rmse, spec = regression_view(
+        n_samples, noise, bandwidth, seed(), td("geometry.charts.regression"), td("geometry.series.regression")
+    )
+    chart(spec, curves, "kernel_regression")
     e1, e2 = st.columns(2)
-    e1.metric("RMSE, gaussian kernel", f"{rmse['gaussian']:.3f}", help="Against the noise-free curve.")
-    e2.metric("RMSE, exponential kernel", f"{rmse['exponential']:.3f}", help="Against the noise-free curve.")
+    e1.metric(t("geometry.metrics.rmse_gaussian"), f"{rmse['gaussian']:.3f}", help=t("geometry.metrics.rmse_help"))
+    e2.metric(
+        t("geometry.metrics.rmse_exponential"), f"{rmse['exponential']:.3f}", help=t("geometry.metrics.rmse_help")
+    )
 with right:
     formula(r"\mathcal{K}_{\exp}(x,x_i)=e^{\,x\,x_i/h^2}")
     formula(
         r"\begin{aligned}\mathcal{K}_{\mathrm{gauss}}(x,x_i)&=e^{-(x-x_i)^2/2h^2}\\"
         r"&=e^{\,x\,x_i/h^2}\;e^{-x_i^2/2h^2}\;e^{-x^2/2h^2}\end{aligned}",
-        "the last factor cancels in the ratio: a gaussian kernel is the exponential one with a bias per key",
+        t("geometry.captions.gauss"),
     )
-    notice(
-        [
-            "The gaussian kernel averages nearby samples: a small h follows the noise, a large h flattens the curve.",
-            "The exponential (dot-product) kernel is not local: it favours the largest x·xᵢ, so for x > 0 it "
-            "copies the rightmost samples and for x < 0 the leftmost ones.",
-        ]
-    )
+    notice(tl("geometry.notice.regression"))
 
-st.subheader("3 · Additive against dot-product attention")
+st.subheader(t("geometry.sections.parity"))
 with st.container(border=True):
     p1, p2 = st.columns(2)
-    d = p1.select_slider("dimension d of q and k", PARITY_D, value=16, key="geo_parity_d")
-    hidden = p2.select_slider("additive hidden size h", HIDDEN, value=32, key="geo_hidden")
+    d = controls.select_slider(t("geometry.controls.parity_d"), PARITY_D, 16, key="geo_parity_d", where=p1)
+    hidden = controls.select_slider(t("geometry.controls.hidden"), HIDDEN, 32, key="geo_hidden", where=p2)
+params = None
 left, right = st.columns([3, 2])
-with left, friendly_errors("The parity check"):
-    parity, params, spec = parity_view(d, hidden, seed())
-    st.vega_lite_chart(spec, width="stretch")
-    o1, o2 = st.columns(2)
-    o1.metric("additive: odd residual", f"{parity['additive']['odd']:.1e}", help="max |e(−q,−k) + e(q,k)|")
-    o2.metric("dot product: even residual", f"{parity['dot product']['even']:.1e}", help="max |s(−q,−k) − s(q,k)|")
-with right:
-    formula(r"e(q,k)=w^\top\tanh(W_q q+W_k k)", "additive (Bahdanau) score")
-    formula(r"e(-q,-k)=-e(q,k)", "tanh is odd, so the additive score is odd")
-    formula(r"s(q,k)=\frac{q\cdot k}{\sqrt d}=s(-q,-k)", "a dot product (any qᵀMk) is even")
-    with friendly_errors("The parameter counts"):
-        st.dataframe(params, hide_index=True, width="stretch")
-    notice(
-        [
-            "Only the zero function is both odd and even: no choice of weights makes the two scores agree everywhere.",
-            "The dot product has no parameters of its own; the additive score needs 2·d·h + h.",
-        ]
+with left, friendly_errors(t("geometry.errors.parity")):
+    pairs, parity, params, spec = parity_view(
+        d, hidden, seed(), td("geometry.charts.parity"), td("geometry.series.parity")
     )
+    chart(spec, pairs, "parity_scatter")
+    o1, o2 = st.columns(2)
+    o1.metric(t("geometry.metrics.odd"), f"{parity['additive']['odd']:.1e}", help="max |e(−q,−k) + e(q,k)|")
+    o2.metric(t("geometry.metrics.even"), f"{parity['dot product']['even']:.1e}", help="max |s(−q,−k) − s(q,k)|")
+with right:
+    formula(r"e(q,k)=w^\top\tanh(W_q q+W_k k)", t("geometry.captions.additive"))
+    formula(r"e(-q,-k)=-e(q,k)", t("geometry.captions.odd"))
+    formula(r"s(q,k)=\frac{q\cdot k}{\sqrt d}=s(-q,-k)", t("geometry.captions.even"))
+    if params is not None:
+        names, counts = td("geometry.params.names"), td("geometry.params.counts")
+        shown = pd.DataFrame(
+            {
+                t("geometry.params.columns.score"): params.score.map(names),
+                t("geometry.params.columns.parameters"): params.parameters,
+                t("geometry.params.columns.formula"): params.score.map(counts),
+            }
+        )
+        st.dataframe(shown, hide_index=True, width="stretch")
+    notice(tl("geometry.notice.parity"))
 
-st.subheader("4 · Random vectors in high dimension are nearly orthogonal")
+st.subheader(t("geometry.sections.cosine"))
 with st.container(border=True):
-    d_cos = st.select_slider("dimension d", list(tables.COS_D_SWEEP), value=64, key="geo_cos_d")
+    d_cos = controls.select_slider(t("geometry.controls.cos_d"), list(tables.COS_D_SWEEP), 64, key="geo_cos_d")
 left, right = st.columns(2)
-with friendly_errors("The cos θ views"):
-    cos_stats, hist_spec, sweep_spec = cosine_view(d_cos, seed())
-    left.vega_lite_chart(hist_spec, width="stretch")
-    right.vega_lite_chart(sweep_spec, width="stretch")
+with friendly_errors(t("geometry.errors.cosine")):
+    bars, sweep, cos_stats, hist_spec, sweep_spec = cosine_view(
+        d_cos, seed(), td("geometry.charts.cosine", d=d_cos), td("geometry.charts.cosine_sweep")
+    )
+    chart(hist_spec, bars, "cosine_histogram", where=left)
+    chart(sweep_spec, sweep, "cosine_variance", where=right)
     f_col, m1, m2 = st.columns([2, 1, 1])
     f_col.latex(r"\mathrm{E}\cos\theta=0,\qquad \mathrm{Var}\cos\theta=\frac{1}{d}")
     m1.metric(
-        "measured Var cos θ",
+        t("geometry.metrics.cos_var"),
         f"{cos_stats['var']:.5f}",
-        help=f"± {cos_stats['var_stderr']:.5f} is one standard error ({tables.COS_PAIRS} pairs).",
+        help=t("geometry.metrics.cos_var_help", se=cos_stats["var_stderr"], n=tables.COS_PAIRS),
     )
-    m2.metric("theory 1/d", f"{cos_stats['theory']:.5f}")
-notice(
-    [
-        "By d = 1024 almost every pair of random directions is within about 5° of 90° (three standard deviations).",
-        "So dot products of random vectors are small next to |q||k|; learned alignment is what stands out.",
-    ]
-)
+    m2.metric(t("geometry.metrics.cos_theory"), f"{cos_stats['theory']:.5f}")
+notice(tl("geometry.notice.cosine"))

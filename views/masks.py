@@ -1,106 +1,161 @@
+import re
+
 import pandas as pd
 import streamlit as st
 
 from attn_core.charts import masks as charts
 from attn_core.tables import masks as tables
-from ui.frame import formula, friendly_errors, header, notice, predict_first, seed
+from ui import state as controls
+from ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed
+from ui.i18n import t, td, tl
+
+GRID = "mask_grid"  # the custom grid in the URL: one row of 0/1 per query, rows joined by "-" (1 = may attend)
 
 mask_parts = st.cache_data(max_entries=64)(tables.mask_parts)
 scores_and_weights = st.cache_data(max_entries=64)(tables.scores_and_weights)
 fill_comparison = st.cache_data(max_entries=64)(tables.fill_comparison)
+part_names = td("masks.parts")
+cells_text = td("masks.charts.cells")
 
 
 # Building an Altair chart costs more than computing these small tables: the built charts are cached too,
-# keyed by the same plain parameters. `spec` is (n, parts, lengths, window, block, custom grid, sequence).
+# keyed by the same plain parameters (and their strings, so each language has its own entry).
+# `spec` is (n, parts, lengths, window, block, custom grid, sequence).
 @st.cache_data(max_entries=64)
-def mask_chart(spec: tuple):
+def mask_chart(spec: tuple, text: dict, names: dict):
     cells, _ = mask_parts(*spec)
-    return charts.mask_parts(cells, [*spec[1], "combined"])
+    return charts.mask_parts(cells, [*spec[1], "combined"], text, names)
 
 
 @st.cache_data(max_entries=64)
-def score_charts(spec: tuple, seed: int):
+def score_charts(spec: tuple, seed: int, scores_text: dict, weights_text: dict):
     grid, rows = scores_and_weights(*spec, seed)
-    title = ["Raw scores q·k/√d_k", "(grey: hidden by the mask)"]
-    scores = charts.cell_heatmap(grid, "score", title, scheme="blueorange", diverging=True)
-    return scores, charts.cell_heatmap(grid, "weight", ["Weights from masked_softmax", "Σ = row sum"], row_sums=rows)
+    scores = charts.cell_heatmap(grid, "score", scores_text, scheme="blueorange", diverging=True)
+    return scores, charts.cell_heatmap(grid, "weight", weights_text, row_sums=rows)
 
 
 @st.cache_data(max_entries=64)
-def fill_chart(spec: tuple, dtype: str, method: str, seed: int):
+def fill_chart(spec: tuple, dtype: str, method: str, seed: int, text: dict):
     cells, rows, _ = fill_comparison(*spec, dtype, seed)
-    title = [f"Weights from {method}", f"in {dtype}; Σ = row sum"]
-    return charts.cell_heatmap(cells[cells.method == method], "weight", title, row_sums=rows[rows.method == method])
+    return charts.cell_heatmap(cells[cells.method == method], "weight", text, row_sums=rows[rows.method == method])
 
 
 @st.cache_data(max_entries=64)
-def gradient_chart(spec: tuple, dtype: str, seed: int):
+def gradient_chart(spec: tuple, dtype: str, seed: int, text: dict):
     cells, _, _ = fill_comparison(*spec, dtype, seed)
-    title = ["∂L/∂s through masked_softmax", f"(autograd, {dtype})"]
     lib = cells[cells.method == tables.LIBRARY]
-    return charts.cell_heatmap(lib, "grad", title, scheme="purpleorange", diverging=True)
+    return charts.cell_heatmap(lib, "grad", text, scheme="purpleorange", diverging=True)
 
 
-header(
-    "Masks lab",
-    "Combine padding, causal, sliding-window, block and hand-ticked masks, then follow them through the scores, "
-    "the weights and the gradients.",
-)
-predict_first(
-    "A query whose keys are all hidden (a padding position under a sliding window, say) goes through "
-    "`torch.softmax` after `masked_fill`. What comes out if the fill is -inf? And if it is -1e9?",
-    "With -inf every exponential is 0 and the row is 0/0: **NaN** in every weight, and the NaN spreads into the "
-    "output and the loss. With -1e9 (or the dtype's minimum) all logits of the row are equal, so softmax is "
-    "**uniform, 1/n** over keys that were meant to be invisible: no error, silently wrong. The library's "
-    "`masked_softmax` returns **zeros**. Pick a fill below and read the fully masked rows.",
-)
+def method_names() -> dict[str, str]:
+    """The recipes' keys in the fill comparison -> their names shown to the viewer."""
+    plain = {f"torch.softmax, fill {f}": t("masks.methods.plain", fill=f) for f in tables.FILLS}
+    return plain | {tables.LIBRARY: t("masks.methods.library")}
+
+
+header(t("masks.title"), t("masks.lede"))
+predict_first(t("masks.question"), t("masks.answer"))
+
+
+def grid_text(grid: tables.Grid) -> str:
+    return "-".join("".join("1" if cell else "0" for cell in row) for row in grid)
+
+
+def grid_parser(n: int):
+    """Accept exactly n rows of n digits 0/1 joined by "-" (at most 12 x 12 + 11 = 155 characters)."""
+    shape = re.compile(rf"[01]{{{n}}}(?:-[01]{{{n}}}){{{n - 1}}}")
+
+    def parse(raw: str) -> str:
+        if len(raw) != n * (n + 1) - 1 or not shape.fullmatch(raw):
+            raise controls.Refused("choice", options=t("masks.grid.url_format", n=n))
+        return raw
+
+    return parse
 
 
 def custom_grid(n: int) -> tables.Grid:
-    """The hand-ticked part: an n x n grid of checkboxes, all ticked to start (no effect under the AND)."""
-    columns = [f"k{j}" for j in range(n)]
-    start = pd.DataFrame(True, index=[f"q{i}" for i in range(n)], columns=columns)
-    config = {c: st.column_config.CheckboxColumn(c, width=36) for c in columns}
-    with st.expander("Custom grid: untick the keys a query must not see", expanded=True):
-        edited = st.data_editor(start, column_config=config, num_rows="fixed", key=f"custom_grid_{n}")
-    return tables.parse_grid(edited.to_numpy().tolist(), n)
+    """The hand-ticked part: an n x n grid of checkboxes, all ticked to start (no effect under the AND).
+
+    The grid lives in the URL (GRID) and in the session: the editor starts from it, the user's ticks apply on
+    top, and the result becomes the next start (ticks set a cell, so applying them twice changes nothing).
+    """
+    text = controls.value(GRID, grid_parser(n), "")
+    if len(text) != n * (n + 1) - 1:  # none yet, or kept from another n
+        text = "-".join(["1" * n] * n)
+    start = [[c == "1" for c in row] for row in text.split("-")]
+    if GRID in controls.hidden():  # the teacher fixed the grid in the link: use it without drawing the editor
+        edited = start
+    else:
+        columns = [f"k{j}" for j in range(n)]
+        frame = pd.DataFrame(start, index=[f"q{i}" for i in range(n)], columns=columns)
+        config = {c: st.column_config.CheckboxColumn(c, width=36) for c in columns}
+        with st.expander(t("masks.grid.expander"), expanded=True):
+            shown = st.data_editor(frame, column_config=config, num_rows="fixed", key=f"custom_grid_{n}")
+        edited = shown.to_numpy().tolist()
+    grid = tables.parse_grid(edited, n)
+    st.session_state[GRID] = grid_text(grid)  # the next run, or a later visit to the page, starts from here
+    controls.keep(GRID, grid_text(grid), t("masks.grid.label"))
+    return grid
 
 
 with st.container(border=True):
     c1, c2 = st.columns([1, 3])
-    n = c1.slider("sequence length n", 2, tables.MAX_N, 6, key="n")
-    chosen = c2.pills(
-        "mask parts, combined with AND",
+    n = controls.slider(t("masks.controls.n"), 2, tables.MAX_N, 6, 1, key="mask_n", where=c1)
+    chosen = controls.pills(
+        t("masks.controls.parts"),
         tables.PARTS,
-        selection_mode="multi",
-        default=["padding", "sliding window"],
-        key="parts",
+        ["padding", "sliding window"],
+        key="mask_parts",
+        multi=True,
+        where=c2,
+        format_func=part_names.get,
     )
     parts = tuple(p for p in tables.PARTS if p in (chosen or []))
     c3, c4, c5, c6 = st.columns(4)
-    lengths_text = c3.text_input(
-        "padding: real length of each sequence",
+    lengths_text = controls.text_input(
+        t("masks.controls.lengths"),
         "6, 2",
+        key="mask_lengths",
         max_chars=tables.MAX_LENGTHS_CHARS,
-        key="lengths",
+        where=c3,
         disabled="padding" not in parts,
-        help=f"Up to {tables.MAX_BATCH} sequences, e.g. 6, 2: keys from position `length` on are padding.",
+        help=t("masks.controls.lengths_help", n=tables.MAX_BATCH),
     )
-    window = c5.slider("sliding window width", 1, tables.MAX_N, 3, key="window", disabled="sliding window" not in parts)
-    block = c6.slider("block size", 1, tables.MAX_N, 2, key="block", disabled="block causal" not in parts)
+    window = controls.slider(
+        t("masks.controls.window"),
+        1,
+        tables.MAX_N,
+        3,
+        1,
+        key="mask_window",
+        where=c5,
+        disabled="sliding window" not in parts,
+    )
+    block = controls.slider(
+        t("masks.controls.block"),
+        1,
+        tables.MAX_N,
+        2,
+        1,
+        key="mask_block",
+        where=c6,
+        disabled="block causal" not in parts,
+    )
     lengths = (n,)
     if "padding" in parts:
         try:
             lengths = tables.parse_lengths(lengths_text, n)
         except ValueError as err:
-            c3.warning(f"Padding is left out until the lengths are fixed: {err}.", icon=":material/error:")
+            c3.warning(t("masks.lengths_left_out", err=err), icon=":material/error:")
             parts = tuple(p for p in parts if p != "padding")
-    sequence = c4.selectbox(
-        "sequence shown",
-        range(len(lengths)),
-        index=len(lengths) - 1,
-        format_func=lambda b: f"sequence {b} (length {lengths[b]})",
-        key="sequence",
+    sequences = {b: t("masks.controls.sequence_option", b=b, length=length) for b, length in enumerate(lengths)}
+    sequence = controls.selectbox(
+        t("masks.controls.sequence"),
+        list(sequences),
+        len(lengths) - 1,
+        key="mask_sequence",
+        where=c4,
+        format_func=sequences.get,
         disabled=len(lengths) == 1,
     )
     custom = None
@@ -108,70 +163,62 @@ with st.container(border=True):
         try:
             custom = custom_grid(n)
         except ValueError as err:
-            st.warning(f"The custom grid is left out: {err}.", icon=":material/error:")
+            st.warning(t("masks.grid.left_out", err=err), icon=":material/error:")
             parts = tuple(p for p in parts if p != "custom")
 
-spec = (n, parts, lengths, window, block, custom, min(sequence, len(lengths) - 1))
+spec = (n, parts, lengths, window, block, custom, min(sequence or 0, len(lengths) - 1))
 
-st.subheader("The mask, the scores, the weights")
+st.subheader(t("masks.sections.mask"))
 left, right = st.columns([3, 2])
 with right:
     formula(
         r"\begin{gathered}\tilde s_{ij}=\begin{cases}s_{ij} & M_{ij}=1\\ -\infty & M_{ij}=0\end{cases}\\"
         r"w_{ij}=\frac{e^{\tilde s_{ij}}}{\sum_{l} e^{\tilde s_{il}}}\end{gathered}",
-        "M = M_padding ∧ M_causal ∧ M_window ∧ M_block ∧ M_custom: a key is visible only where every chosen "
-        "part allows it.",
+        t("masks.captions.and"),
     )
-    notice(
-        [
-            "Padding hides whole columns (the same keys from every query); causal, window and block masks hide "
-            "cells above or far from the diagonal. Their AND can leave a query with no key at all.",
-            "Every score is computed, hidden or not: the mask acts only on the softmax, so a dense implementation "
-            "pays for the hidden cells too (compare the two shares under the grid with the padding alone).",
-            "Hidden cells get weight exactly 0; a row with a visible key sums to 1, a fully masked row to 0.",
-        ]
-    )
-with left, friendly_errors("The mask"):
-    _, stats = mask_parts(*spec)
-    st.altair_chart(mask_chart(spec), width="content")
+    notice(tl("masks.notice.mask"))
+with left, friendly_errors(t("masks.errors.mask")):
+    cells, stats = mask_parts(*spec)
+    figure = mask_chart(spec, cells_text | td("masks.charts.parts"), part_names)
+    chart(figure, cells, "mask_parts", width="content")
     m1, m2, m3 = st.columns(3)
-    m1.metric("hidden scores", f"{stats['hidden_share']:.0%}", help="Share of all B·n² score cells of the batch.")
-    m2.metric("padding keys", f"{stats['padding_share']:.0%}", help="Share of all B·n key positions of the batch.")
-    m3.metric("fully masked rows", ", ".join(map(str, stats["fully_masked"])) or "none")
+    m1.metric(t("masks.metrics.hidden"), f"{stats['hidden_share']:.0%}", help=t("masks.metrics.hidden_help"))
+    m2.metric(t("masks.metrics.padding"), f"{stats['padding_share']:.0%}", help=t("masks.metrics.padding_help"))
+    m3.metric(t("masks.metrics.fully_masked"), ", ".join(map(str, stats["fully_masked"])) or t("masks.metrics.none"))
 
-with friendly_errors("The scores and weights"):
-    scores, weights = score_charts(spec, seed())
+with friendly_errors(t("masks.errors.scores")):
+    grid, _ = scores_and_weights(*spec, seed())
+    scores, weights = score_charts(
+        spec, seed(), cells_text | td("masks.charts.scores"), cells_text | td("masks.charts.weights")
+    )
     s1, s2 = st.columns(2)
-    s1.altair_chart(scores, width="content")
-    s2.altair_chart(weights, width="content")
-    st.caption(f"Queries and keys drawn N(0, 1) from the seed, d_k = {tables.D_K}; sequence {spec[-1]} shown.")
+    chart(scores, grid[["query", "key", "score", "hidden"]], "scores", where=s1, width="content")
+    chart(weights, grid[["query", "key", "weight", "hidden"]], "weights", where=s2, width="content")
+    st.caption(t("masks.scores_caption", d_k=tables.D_K, sequence=spec[-1]))
 
 
 @st.fragment
 def fill_and_gradient(spec: tuple) -> None:
     """The fill value and gradient sections: their own two controls rerun only this part of the page."""
-    st.subheader("The fill value and the fully masked row")
+    st.subheader(t("masks.sections.fill"))
     f1, f2, _ = st.columns([2, 1, 1])
-    fill = f1.segmented_control("fill hidden logits with", tables.FILLS, default="-inf", key="fill") or "-inf"
-    dtype = f2.selectbox("logit dtype", tuple(tables.DTYPES), key="dtype")
+    fill = controls.segmented_control(t("masks.controls.fill"), tables.FILLS, "-inf", key="mask_fill", where=f1)
+    fill = fill or "-inf"
+    dtype = controls.selectbox(t("masks.controls.dtype"), tuple(tables.DTYPES), "float32", key="mask_dtype", where=f2)
     method = f"torch.softmax, fill {fill}"
+    names = method_names()
     left, right = st.columns([3, 2])
     with right:
-        formula(r"w_{ij}=\frac{e^{c}}{n\,e^{c}}=\frac{1}{n}", "a finite fill c on a fully masked row of n keys")
-        formula(r"w_{ij}=\frac{e^{-\infty}}{\sum_l e^{-\infty}}=\frac{0}{0}=\text{NaN}", "the fill -inf on that row")
+        formula(r"w_{ij}=\frac{e^{c}}{n\,e^{c}}=\frac{1}{n}", t("masks.captions.finite"))
+        formula(r"w_{ij}=\frac{e^{-\infty}}{\sum_l e^{-\infty}}=\frac{0}{0}=\text{NaN}", t("masks.captions.minus_inf"))
         formula(
             r"\begin{gathered}w_{ij}=\frac{e^{\tilde s_{ij}-m_i}}{Z_i}\\ Z_i=\begin{cases}\sum_l e^{\tilde s_{il}-m_i}"
             r"&\text{if }>0\\1&\text{if }=0\end{cases}\end{gathered}",
-            "masked_softmax; m_i is the row's largest visible score (0 if none), subtracted so exp cannot overflow.",
+            t("masks.captions.library"),
         )
-        st.markdown(
-            "**Why.** Softmax cannot say *attend to nothing*: its weights sum to 1. A finite fill makes every logit "
-            "of the row equal, so the row spreads evenly over keys that should be invisible; -inf leaves 0/0. The "
-            "library sees the empty row (its sum is 0), divides by 1 instead and returns zeros. In float16 the -1e9 "
-            "recipe does not even run: -1e9 does not fit, and `masked_fill` refuses it."
-        )
-    with left, friendly_errors("The fill comparison"):
-        _, _, summary = fill_comparison(*spec, dtype, seed())
+        st.markdown(t("masks.why"))
+    with left, friendly_errors(t("masks.errors.fill")):
+        cells, _, summary = fill_comparison(*spec, dtype, seed())
         by_method = summary.set_index("method")
         full = bool(mask_parts(*spec)[1]["fully_masked"])
 
@@ -179,59 +226,61 @@ def fill_and_gradient(spec: tuple) -> None:
             """What the metric prints for one recipe: refused, no such row, NaN, 0 or the uniform 1/n."""
             row = by_method.loc[name]
             if row["error"]:
-                return "refused"
+                return t("masks.metrics.refused")
             v = row["fully masked row weight"]
             if not full:
-                return "no such row"
+                return t("masks.metrics.no_row")
             return "NaN" if pd.isna(v) else ("0" if v == 0 else f"{v:.4g} ≈ 1/{round(1 / v)}")
 
         w1, w2 = st.columns(2)
-        w1.metric("torch.softmax, fully masked row", fully_masked_weight(method))
-        w2.metric("masked_softmax, fully masked row", fully_masked_weight(tables.LIBRARY))
+        w1.metric(t("masks.metrics.plain_row"), fully_masked_weight(method))
+        w2.metric(t("masks.metrics.library_row"), fully_masked_weight(tables.LIBRARY))
         if by_method.loc[method, "error"]:
             st.warning(
-                f"`masked_fill` with {fill} in {dtype} fails: {by_method.loc[method, 'error']}", icon=":material/error:"
+                t("masks.fill_fails", fill=fill, dtype=dtype, error=by_method.loc[method, "error"]),
+                icon=":material/error:",
             )
         else:
-            st.altair_chart(fill_chart(spec, dtype, method, seed()), width="content")
+            text = cells_text | td("masks.charts.fill", method=names[method], dtype=dtype)
+            figure = fill_chart(spec, dtype, method, seed(), text)
+            chart(figure, cells[cells.method == method], "fill_weights", width="content")
         if not full:
-            st.info(
-                "No query row is fully masked here. Try padding with a sliding window (lengths 6, 2 and window 3), "
-                "a length of 0, or untick a whole row of the custom grid.",
-                icon=":material/lightbulb:",
-            )
+            st.info(t("masks.no_fully_masked_row"), icon=":material/lightbulb:")
 
-    with friendly_errors("The summary of fills"):
+    with friendly_errors(t("masks.errors.summary")):
         _, _, summary = fill_comparison(*spec, dtype, seed())
         shown = tables.summary_text(
             summary.drop(columns=["loss", "max |grad| hidden logits", "max |grad| visible logits"])
         )
-        st.table(shown.assign(fact=shown["fact"].str.replace("grad", "∂L/∂z")).set_index("fact"))
-        st.caption(
-            f"All four recipes run live in {dtype} on sequence {spec[-1]}. ∂L/∂z: gradient of L = Σ W⊙U (U drawn from "
-            "the seed, standing in for whatever follows the softmax) with respect to the logits the softmax receives."
-        )
+        shown.loc[shown["fact"] == "fill value", tables.LIBRARY] = t("masks.summary.library_fill")
+        facts = td("masks.facts")
+        shown = shown.assign(fact=shown["fact"].map(lambda f: facts.get(f, f))).set_index("fact").rename(columns=names)
+        st.table(shown.rename_axis(t("masks.summary.fact")))
+        st.caption(t("masks.summary.caption", dtype=dtype, sequence=spec[-1]))
 
-    st.subheader("The gradient that reaches hidden logits")
+    st.subheader(t("masks.sections.gradient"))
     left, right = st.columns([3, 2])
     with right:
         formula(
             r"\frac{\partial L}{\partial z_{ij}}=w_{ij}\Big(u_{ij}-\sum_l w_{il}\,u_{il}\Big),"
             r"\qquad u=\frac{\partial L}{\partial w}"
         )
-        st.markdown(
-            "A hidden key has w_ij = 0, so the gradient of its logit is exactly 0: no signal flows back through "
-            "it. The gradient is still a full n × n tensor (autograd stores the zeros). On a fully masked row a "
-            "finite fill gives uniform weights, so there the hidden logits *do* receive a gradient (see the table)."
-        )
-    with left, friendly_errors("The gradient"):
-        _, _, summary = fill_comparison(*spec, dtype, seed())
+        st.markdown(t("masks.gradient_text"))
+    with left, friendly_errors(t("masks.errors.gradient")):
+        cells, _, summary = fill_comparison(*spec, dtype, seed())
         library = summary.set_index("method").loc[tables.LIBRARY]
         hidden_max, visible_max = library["max |grad| hidden logits"], library["max |grad| visible logits"]
         g1, g2 = st.columns(2)
-        g1.metric("max |∂L/∂s| on hidden logits", "no hidden cell" if pd.isna(hidden_max) else f"{hidden_max:g}")
-        g2.metric("max |∂L/∂s| on visible logits", "no visible cell" if pd.isna(visible_max) else f"{visible_max:.3g}")
-        st.altair_chart(gradient_chart(spec, dtype, seed()), width="content")
+        g1.metric(
+            t("masks.metrics.hidden_grad"), t("masks.metrics.no_hidden") if pd.isna(hidden_max) else f"{hidden_max:g}"
+        )
+        g2.metric(
+            t("masks.metrics.visible_grad"),
+            t("masks.metrics.no_visible") if pd.isna(visible_max) else f"{visible_max:.3g}",
+        )
+        text = cells_text | td("masks.charts.gradient", dtype=dtype)
+        lib = cells[cells.method == tables.LIBRARY]
+        chart(gradient_chart(spec, dtype, seed(), text), lib, "gradient", width="content")
 
 
 fill_and_gradient(spec)

@@ -2,15 +2,20 @@
 
 The charts in wide columns keep Streamlit's default height: a fixed 280 px in a half-page column
 squashes the plot and clips the y-axis title (Streamlit 1.67).
+
+Every title, axis label and mark label comes from the page (in the viewer's language) through `text`, a
+mapping with the keys each builder lists; `names` maps a DataFrame's series keys to their legend labels.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 import altair as alt
 import numpy as np
 import pandas as pd
 
-from attn_core.charts.common import color_scale, measured_vs_theory_loglog
+from attn_core.charts.common import measured_vs_theory_loglog, named_color
 
 SQUARE = 430  # px: the 2-D picture keeps equal units on both axes
 VALUE_COLOR, OUTPUT_COLOR, QUERY_COLOR, HULL_COLOR = "#1b9e77", "#d95f02", "#7570b3", "#666666"
@@ -25,18 +30,23 @@ def _square_domain(*frames: tuple[pd.DataFrame, str, str], margin: float = 0.3) 
     return [cx - half, cx + half], [cy - half, cy + half]
 
 
-def hull_picture(points: pd.DataFrame, hull: pd.DataFrame, summary: dict, query: tuple[float, float]):
-    """Values sized by their weight, their convex hull, the query's direction, the centroid and the output."""
+def hull_picture(
+    points: pd.DataFrame, hull: pd.DataFrame, summary: dict, query: tuple[float, float], text: Mapping[str, str]
+):
+    """Values sized by their weight, their convex hull, the query's direction, the centroid and the output.
+
+    text: title, x, y, and the labels of the marks output, centroid, query.
+    """
     marks = pd.DataFrame(
         {
-            "point": ["output o", "centroid", "query q"],
+            "point": [text["output"], text["centroid"], text["query"]],
             "x": [summary["output"][0], summary["centroid"][0], query[0]],
             "y": [summary["output"][1], summary["centroid"][1], query[1]],
         }
     )
     xd, yd = _square_domain((points, "x", "y"), (marks, "x", "y"))
-    x = alt.X("x:Q", scale=alt.Scale(domain=xd, nice=False), title="coordinate 1")
-    y = alt.Y("y:Q", scale=alt.Scale(domain=yd, nice=False), title="coordinate 2")
+    x = alt.X("x:Q", scale=alt.Scale(domain=xd, nice=False), title=text["x"])
+    y = alt.Y("y:Q", scale=alt.Scale(domain=yd, nice=False), title=text["y"])
     tip = [alt.Tooltip("x:Q", format=".3f"), alt.Tooltip("y:Q", format=".3f")]
     ray = pd.DataFrame({"order": [0, 1], "x": [0.0, query[0]], "y": [0.0, query[1]]})
     outlines = pd.concat([hull.assign(line="convex hull"), ray.assign(line="direction of q")], ignore_index=True)
@@ -86,19 +96,21 @@ def hull_picture(points: pd.DataFrame, hull: pd.DataFrame, summary: dict, query:
     return (
         (lines + values + special + labels)
         .resolve_scale(color="independent", size="independent")  # the outlines and markers keep their own colours
-        .properties(title="Values (size = weight αᵢ), their hull, and the output o", width=SQUARE, height=SQUARE)
+        .properties(title=text["title"], width=SQUARE, height=SQUARE)
     )
 
 
-def regression_curves(samples: pd.DataFrame, curves: pd.DataFrame):
-    """Noisy samples, the true function and both kernels' Nadaraya-Watson predictions."""
-    series = ["truth", "gaussian", "exponential"]
+def regression_curves(samples: pd.DataFrame, curves: pd.DataFrame, text: Mapping[str, str], names: Mapping[str, str]):
+    """Noisy samples, the true function and both kernels' Nadaraya-Watson predictions.
+
+    text: title, x, y, legend; names: the series "truth", "gaussian", "exponential" (in that order: their colours).
+    """
     dots = (
         alt.Chart(samples)
         .mark_circle(color="#999999", size=36)
         .encode(
-            x=alt.X("x:Q", title="x (query / key)"),
-            y=alt.Y("y:Q", title="y (value)"),
+            x=alt.X("x:Q", title=text["x"]),
+            y=alt.Y("y:Q", title=text["y"]),
             tooltip=[alt.Tooltip("x:Q", format=".3f"), alt.Tooltip("y:Q", format=".3f")],
         )
     )
@@ -108,16 +120,19 @@ def regression_curves(samples: pd.DataFrame, curves: pd.DataFrame):
         .encode(
             x="x:Q",
             y="y:Q",
-            color=alt.Color("series:N", scale=color_scale(series), title="curve", sort=series),
+            color=named_color("series", names, title=text["legend"]),
             strokeDash=alt.condition(alt.datum.series == "truth", alt.value([5, 3]), alt.value([1, 0])),
             tooltip=["series:N", alt.Tooltip("x:Q", format=".2f"), alt.Tooltip("y:Q", format=".3f")],
         )
     )
-    return (dots + lines).properties(title="Nadaraya-Watson regression of noisy samples")
+    return (dots + lines).properties(title=text["title"])
 
 
-def parity_scatter(pairs: pd.DataFrame):
-    """score(-q, -k) against score(q, k): additive on the line y = -x, dot product on y = x."""
+def parity_scatter(pairs: pd.DataFrame, text: Mapping[str, str], names: Mapping[str, str]):
+    """score(-q, -k) against score(q, k): additive on the line y = -x, dot product on y = x.
+
+    text: title, x, y; names: the scores "additive", "dot product" (in that order: their colours).
+    """
     lim = float(max(pairs.s.abs().max(), pairs.s_flipped.abs().max(), 1e-9)) * 1.05
     scale = alt.Scale(domain=[-lim, lim], nice=False)
     guides = pd.DataFrame({"line": ["y = x (even)", "y = −x (odd)"], "x": [-lim, -lim], "y": [-lim, lim]})
@@ -131,24 +146,24 @@ def parity_scatter(pairs: pd.DataFrame):
         alt.Chart(pairs)
         .mark_circle(size=30, opacity=0.7)
         .encode(
-            x=alt.X("s:Q", scale=scale, title="score(q, k)"),
-            y=alt.Y("s_flipped:Q", scale=scale, title="score(−q, −k)"),
-            color=alt.Color("score:N", scale=color_scale(["additive", "dot product"]), title=None),
+            x=alt.X("s:Q", scale=scale, title=text["x"]),
+            y=alt.Y("s_flipped:Q", scale=scale, title=text["y"]),
+            color=named_color("score", names),
             tooltip=["score:N", alt.Tooltip("s:Q", format=".4f"), alt.Tooltip("s_flipped:Q", format=".4f")],
         )
     )
-    return (lines + dots).properties(title="score(−q, −k) against score(q, k)")
+    return (lines + dots).properties(title=text["title"])
 
 
-def cosine_histogram(bars: pd.DataFrame, curve: pd.DataFrame, d: int):
-    """Histogram of cos(theta) and its exact density for this d."""
+def cosine_histogram(bars: pd.DataFrame, curve: pd.DataFrame, text: Mapping[str, str]):
+    """Histogram of cos(theta) and its exact density. text: title (naming d), x, density."""
     hist = (
         alt.Chart(bars)
         .mark_rect(opacity=0.75, color="#1b9e77")
         .encode(
-            x=alt.X("left:Q", title="cos θ between two random vectors", scale=alt.Scale(domain=[-1, 1])),
+            x=alt.X("left:Q", title=text["x"], scale=alt.Scale(domain=[-1, 1])),
             x2="right:Q",
-            y=alt.Y("density:Q", title="density"),
+            y=alt.Y("density:Q", title=text["density"]),
             tooltip=[
                 alt.Tooltip("left:Q", format=".2f"),
                 alt.Tooltip("right:Q", format=".2f"),
@@ -164,17 +179,17 @@ def cosine_histogram(bars: pd.DataFrame, curve: pd.DataFrame, d: int):
             x="x:Q", y="density:Q", tooltip=[alt.Tooltip("x:Q", format=".2f"), alt.Tooltip("density:Q", format=".3f")]
         )
     )
-    return (hist + theory).properties(title=f"cos θ of random pairs, d = {d}")
+    return (hist + theory).properties(title=text["title"])
 
 
-def cosine_variance_loglog(df: pd.DataFrame, d: int):
-    """Measured Var cos(theta) (±2 SE) against d on log-log axes, the 1/d line, and the current d."""
+def cosine_variance_loglog(df: pd.DataFrame, d: int, text: Mapping[str, str]):
+    """Measured Var cos(theta) (±2 SE) against d on log-log axes, the 1/d line, and the current d. text: title, x, y."""
     return measured_vs_theory_loglog(
         df,
         x="d",
         current=d,
-        x_title="dimension d (log scale)",
-        y_title="Var cos θ (log scale)",
-        title="Var cos θ against d: measured and 1/d",
+        x_title=text["x"],
+        y_title=text["y"],
+        title=text["title"],
         fmt=".5f",
     )

@@ -1,13 +1,21 @@
-"""Charts for the "Masks lab": the mask parts, and query x key matrices with hidden cells faded and NaN marked."""
+"""Charts for the "Masks lab": the mask parts, and query x key matrices with hidden cells faded and NaN marked.
+
+Every title, axis label and legend label comes from the page (in the viewer's language) through `text`, a
+mapping with the keys each builder lists; `names` maps the mask parts' keys to their labels. A title may hold
+line breaks ("\n"): the charts are only as wide as their n cells, so long titles take several lines. The charts
+carry no `config` (a page may restyle them for the projector, which replaces it).
+"""
 
 from __future__ import annotations
+
+import json
+from collections.abc import Mapping
 
 import altair as alt
 import pandas as pd
 
 from attn_core.charts.common import HEIGHT
 
-ALLOWED, HIDDEN = "may attend", "hidden"
 HIDDEN_GREY = "#c8c8c8"
 NAN_COLOR = "#e7298a"  # NaN cells stand out from every colour scheme used here
 CELL = 30  # pixels per cell when a chart sizes itself from n
@@ -19,38 +27,53 @@ def _side(n: int) -> int:
     return max(180, min(HEIGHT + 60, CELL * n))
 
 
-def mask_parts(cells: pd.DataFrame, order: list[str]):
-    """One small grid per mask part and the combined AND, in `order`; cells: part, query, key, allowed."""
+def _title(title: str) -> str | list[str]:
+    lines = title.split("\n")
+    return lines if len(lines) > 1 else title
+
+
+def mask_parts(cells: pd.DataFrame, order: list[str], text: Mapping[str, str], names: Mapping[str, str]):
+    """One small grid per mask part and the combined AND, in `order`; cells: part, query, key, allowed.
+
+    text: title, x, y, allowed, hidden (the two cell states), part, cell (tooltip titles); names: part -> label.
+    """
     n = int(cells["query"].max()) + 1
     side = max(110, min(140, 12 * n))
+    allowed, hidden = text["allowed"], text["hidden"]
+    data = cells.assign(label=cells["part"].map(lambda p: names.get(p, p)))
     return (
-        alt.Chart(cells)
-        .transform_calculate(state=f"datum.allowed ? '{ALLOWED}' : '{HIDDEN}'")
+        alt.Chart(data)
+        .transform_calculate(state=f"datum.allowed ? {json.dumps(allowed)} : {json.dumps(hidden)}")
         .mark_rect(stroke="white", strokeWidth=0.5)
         .encode(
-            x=alt.X("key:O", title="key j", axis=alt.Axis(labelAngle=0)),
-            y=alt.Y("query:O", title="query i"),
+            x=alt.X("key:O", title=text["x"], axis=alt.Axis(labelAngle=0)),
+            y=alt.Y("query:O", title=text["y"]),
             color=alt.Color(
-                "state:N", scale=alt.Scale(domain=[ALLOWED, HIDDEN], range=["#1b9e77", HIDDEN_GREY]), title=None
+                "state:N",
+                scale=alt.Scale(domain=[allowed, hidden], range=["#1b9e77", HIDDEN_GREY]),
+                title=None,
+                legend=alt.Legend(orient="top"),
             ),
             tooltip=[
-                alt.Tooltip("part:N"),
-                alt.Tooltip("query:O"),
-                alt.Tooltip("key:O"),
-                alt.Tooltip("state:N", title="cell"),
+                alt.Tooltip("label:N", title=text["part"]),
+                alt.Tooltip("query:O", title=text["y"]),
+                alt.Tooltip("key:O", title=text["x"]),
+                alt.Tooltip("state:N", title=text["cell"]),
             ],
         )
         .properties(width=side, height=side)
-        .facet(facet=alt.Facet("part:N", sort=order, title=None), columns=min(len(order), 3))  # 3 fit the column
-        .properties(title="Which keys each query may see: every chosen part, and their AND")
-        .configure_legend(orient="top")
+        .facet(
+            facet=alt.Facet("label:N", sort=[names.get(p, p) for p in order], title=None),
+            columns=min(len(order), 3),  # 3 fit the column
+        )
+        .properties(title=_title(text["title"]))
     )
 
 
 def cell_heatmap(
     df: pd.DataFrame,
     value: str,
-    title: str | list[str],
+    text: Mapping[str, str],
     *,
     scheme: str = "blues",
     diverging: bool = False,
@@ -61,17 +84,21 @@ def cell_heatmap(
 
     df: query, key, hidden and the column `value` (NaN allowed). A diverging scheme is centred on 0, the
     others span [0, 1] (weights). `row_sums` (query, row_sum) adds a last column Σ with each row's sum.
-    An exact zero prints as 0, anything else with `fmt` (so 0.00 means small, not zero). A title given as a
-    list of strings takes several lines: the chart is only as wide as its n cells.
+    An exact zero prints as 0, anything else with `fmt` (so 0.00 means small, not zero).
+    text: title, x, y, legend (the colour scale's title), cell, hidden, visible (a cell's state in the tooltip).
     """
     n_q, n_k = int(df["query"].max()) + 1, int(df["key"].max()) + 1
     top = df[value].abs().max(skipna=True)
     dark_from = 0.6 * (float(top) if diverging and pd.notna(top) and top > 0 else 1.0)
     data = df[["query", "key", value]].assign(
-        column=df["key"].astype(str), shade=df["hidden"].map({True: "hidden", False: "visible"})
+        column=df["key"].astype(str),
+        shade=df["hidden"].map({True: "hidden", False: "visible"}),
+        state=df["hidden"].map({True: text["hidden"], False: text["visible"]}),
     )
     if row_sums is not None:
-        sums = pd.DataFrame({"query": row_sums["query"], "column": SUM, value: row_sums["row_sum"], "shade": SUM})
+        sums = pd.DataFrame(
+            {"query": row_sums["query"], "column": SUM, value: row_sums["row_sum"], "shade": SUM, "state": SUM}
+        )
         data = pd.concat([data, sums], ignore_index=True)
     values = data[value]
     data = data.assign(
@@ -85,22 +112,22 @@ def cell_heatmap(
     order = [str(j) for j in range(n_k)] + ([SUM] if row_sums is not None else [])
     scale = alt.Scale(scheme=scheme, domainMid=0) if diverging else alt.Scale(scheme=scheme, domain=[0, 1])
     base = alt.Chart().encode(  # data goes on the layer: Altair then need not compare the layers' data
-        x=alt.X("column:O", sort=order, title="key j", axis=alt.Axis(labelAngle=0)),
-        y=alt.Y("query:O", title="query i"),
+        x=alt.X("column:O", sort=order, title=text["x"], axis=alt.Axis(labelAngle=0)),
+        y=alt.Y("query:O", title=text["y"]),
     )
     rects = (
         base.transform_filter("datum.painted")
         .mark_rect(stroke="white", strokeWidth=0.5)
         .encode(
-            color=alt.Color(f"{value}:Q", scale=scale, title=value),
+            color=alt.Color(f"{value}:Q", scale=scale, title=text["legend"]),
             opacity=alt.Opacity(
                 "shade:O", scale=alt.Scale(domain=["visible", "hidden"], range=[1.0, 0.25]), legend=None
             ),
             tooltip=[
-                alt.Tooltip("query:O"),
-                alt.Tooltip("column:O", title="key"),
-                alt.Tooltip(f"{value}:Q", format=".4g"),
-                alt.Tooltip("shade:N"),
+                alt.Tooltip("query:O", title=text["y"]),
+                alt.Tooltip("column:O", title=text["x"]),
+                alt.Tooltip(f"{value}:Q", title=text["legend"], format=".4g"),
+                alt.Tooltip("state:N", title=text["cell"]),
             ],
         )
     )
@@ -110,5 +137,10 @@ def cell_heatmap(
     width = _side(n_k + (row_sums is not None))
     # "pad": width and height are the plot's, legends and axes come on top (Streamlit's "fit" would squeeze them in)
     pad = alt.AutoSizeParams(type="pad")
-    chart = alt.layer(rects, labels, data=data).properties(title=title, width=width, height=_side(n_q), autosize=pad)
-    return chart.configure_view(fill=HIDDEN_GREY)  # shows through the faded hidden cells
+    return alt.layer(rects, labels, data=data).properties(
+        title=_title(text["title"]),
+        width=width,
+        height=_side(n_q),
+        autosize=pad,
+        view=alt.ViewBackground(fill=HIDDEN_GREY),  # shows through the faded hidden cells
+    )

@@ -187,7 +187,7 @@ def parity_samples(d: int, hidden: int, seed: int, n_pairs: int = PARITY_PAIRS):
 
     Returns (pairs, stats, params): pairs has columns score ("additive"/"dot product"), s, s_flipped;
     stats has the largest odd and even residuals max|s(-q,-k) + s(q,k)|, max|s(-q,-k) - s(q,k)| per score;
-    params is a DataFrame of score functions and their parameter counts.
+    params has score ("dot product"/"bilinear"/"additive": qᵀk/√d, qᵀMk, wᵀtanh(W_q q + W_k k)) and parameters.
     """
     check_int("d", d, minimum=1, maximum=4096)
     check_int("hidden", hidden, minimum=1, maximum=4096)
@@ -208,9 +208,8 @@ def parity_samples(d: int, hidden: int, seed: int, n_pairs: int = PARITY_PAIRS):
         stats[name] = {"odd": float((s_flip + s).abs().max()), "even": float((s_flip - s).abs().max())}
     params = pd.DataFrame(
         {
-            "score function": ["scaled dot product  q·k/√d", "bilinear  qᵀ M k", "additive  wᵀ tanh(W_q q + W_k k)"],
+            "score": ["dot product", "bilinear", "additive"],
             "parameters": [0, parameter_count(nn.Bilinear(d, d, 1, bias=False)), parameter_count(additive)],
-            "formula": ["none", "d²", "2·d·h + h"],
         }
     )
     return pd.concat(frames, ignore_index=True), stats, params

@@ -23,8 +23,6 @@ CHANGES = 5
 PENDING_URL = {
     "worked_example",
     "positional",
-    "geometry",
-    "masks",
     "multihead",
     "flash_walkthrough",
     "scaling",
@@ -32,8 +30,6 @@ PENDING_URL = {
 PENDING_LANG = {
     "worked_example",
     "positional",
-    "geometry",
-    "masks",
     "multihead",
     "flash_walkthrough",
     "scaling",

@@ -1,4 +1,6 @@
-from app_helpers import assert_clean, metric
+import pytest
+from app_helpers import APP, assert_clean, metric
+from streamlit.testing.v1 import AppTest
 
 PAGE = "views/masks.py"
 PLAIN = "torch.softmax, fully masked row"
@@ -27,11 +29,11 @@ def test_fill_value_decides_what_a_fully_masked_row_gets(open_page):
     at = open_page(PAGE)
     assert metric(at, PLAIN) == "NaN"  # -inf: 0/0
     assert metric(at, LIBRARY) == "0"
-    at.segmented_control(key="fill").set_value("-1e9").run()
+    at.segmented_control(key="mask_fill").set_value("-1e9").run()
     assert_clean(at)
     assert metric(at, PLAIN) == "0.1667 ≈ 1/6"  # uniform over the n = 6 keys
     assert metric(at, LIBRARY) == "0"
-    at.segmented_control(key="fill").set_value("finfo.min").run()
+    at.segmented_control(key="mask_fill").set_value("finfo.min").run()
     assert metric(at, PLAIN) == "0.1667 ≈ 1/6"
     table = fills_table(at)
     assert table.loc["fully masked row weight", "torch.softmax, fill -inf"] == "NaN"
@@ -40,12 +42,12 @@ def test_fill_value_decides_what_a_fully_masked_row_gets(open_page):
 
 def test_uniform_weight_follows_n_and_dtype_changes_the_recipes(open_page):
     at = open_page(PAGE)
-    at.segmented_control(key="fill").set_value("-1e9").run()
-    at.slider(key="n").set_value(8).run()
-    at.text_input(key="lengths").set_value("8, 2").run()
+    at.segmented_control(key="mask_fill").set_value("-1e9").run()
+    at.slider(key="mask_n").set_value(8).run()
+    at.text_input(key="mask_lengths").set_value("8, 2").run()
     assert_clean(at)
     assert metric(at, PLAIN) == "0.125 ≈ 1/8"
-    at.selectbox(key="dtype").set_value("float16").run()
+    at.selectbox(key="mask_dtype").set_value("float16").run()
     assert_clean(at)
     assert metric(at, PLAIN) == "refused"  # float16 cannot hold -1e9: masked_fill raises
     assert any("overflow" in w.value for w in at.warning)
@@ -67,30 +69,31 @@ def test_gradient_at_hidden_logits_is_exactly_zero(open_page):
 
 def test_every_mask_part_and_control_changes_the_mask(open_page):
     at = open_page(PAGE)
-    at.pills(key="parts").set_value(["padding", "causal"]).run()
+    at.pills(key="mask_parts").set_value(["padding", "causal"]).run()
     assert_clean(at)
     assert metric(at, "fully masked rows") == "none"  # right padding + causal: key 0 stays visible
     assert any("No query row is fully masked" in i.value for i in at.info)
     assert metric(at, PLAIN) == "no such row"
     # causal hides 15 of sequence 0's 36 cells; sequence 1 (length 2) keeps 1 + 5 * 2 = 11: 40 of 72 hidden
     assert metric(at, "hidden scores") == f"{40 / 72:.0%}"
-    at.pills(key="parts").set_value(["block causal"]).run()
-    at.slider(key="block").set_value(3).run()
+    at.pills(key="mask_parts").set_value(["block causal"]).run()
+    at.slider(key="mask_block").set_value(3).run()
     assert_clean(at)
     assert metric(at, "hidden scores") == "25%"  # blocks {0,1,2}, {3,4,5}: 9 of 36 cells hidden
-    at.pills(key="parts").set_value(["sliding window"]).run()
-    at.slider(key="window").set_value(1).run()
+    at.pills(key="mask_parts").set_value(["sliding window"]).run()
+    at.slider(key="mask_window").set_value(1).run()
     assert metric(at, "hidden scores") == f"{30 / 36:.0%}"  # only the diagonal is visible
-    at.pills(key="parts").set_value([]).run()
+    at.pills(key="mask_parts").set_value([]).run()
     assert_clean(at)
     assert metric(at, "hidden scores") == "0%"
 
 
 def test_custom_grid_is_anded_in(open_page):
     at = open_page(PAGE)
-    at.pills(key="parts").set_value(["custom"]).run()
+    at.pills(key="mask_parts").set_value(["custom"]).run()
     assert_clean(at)
     assert at.data_editor(key="custom_grid_6") is not None
+    assert any(e.label.startswith("Custom grid") for e in at.main.expander)
     assert metric(at, "hidden scores") == "0%"  # all ticked to start
     # untick the whole of row 5 and one cell of row 0 (the editor's edit state, as the browser sends it)
     at.session_state["custom_grid_6"] = {
@@ -107,17 +110,123 @@ def test_custom_grid_is_anded_in(open_page):
 
 def test_bad_lengths_warn_and_leave_padding_out(open_page):
     at = open_page(PAGE)
-    at.text_input(key="lengths").set_value("6, x").run()
+    at.text_input(key="mask_lengths").set_value("6, x").run()
     assert_clean(at)
     assert any("item 2 is not" in w.value for w in at.warning)
     assert metric(at, "padding keys") == "0%"
-    at.text_input(key="lengths").set_value("9, 2").run()
+    at.text_input(key="mask_lengths").set_value("9, 2").run()
     assert any("cannot exceed the sequence length n = 6" in w.value for w in at.warning)
-    at.text_input(key="lengths").set_value("6, 0").run()
+    at.text_input(key="mask_lengths").set_value("6, 0").run()
     assert_clean(at)
     assert not at.warning
-    assert at.selectbox(key="sequence").options == ["sequence 0 (length 6)", "sequence 1 (length 0)"]
-    at.selectbox(key="sequence").set_value(1).run()
+    assert at.selectbox(key="mask_sequence").options == ["sequence 0 (length 6)", "sequence 1 (length 0)"]
+    at.selectbox(key="mask_sequence").set_value(1).run()
     assert metric(at, "fully masked rows") == "0, 1, 2, 3, 4, 5"  # a sequence of length 0 hides every key
-    at.selectbox(key="sequence").set_value(0).run()
+    at.selectbox(key="mask_sequence").set_value(0).run()
     assert metric(at, "fully masked rows") == "none"  # no padding in sequence 0: every query sees itself
+
+
+# The URL: the generic test drives sliders, pills and selectboxes; the text input and the custom grid here.
+EDITED = "101111-111111-111111-111111-111111-000000"  # row 0 hides key 1, row 5 hides every key
+
+
+def fresh(params: dict) -> AppTest:
+    """A new session opened from a link with these query parameters."""
+    at = AppTest.from_file(APP, default_timeout=120)
+    for key, value in params.items():
+        at.query_params[key] = value
+    at.switch_page(PAGE)
+    return at.run()
+
+
+def untick(at: AppTest, n: int = 6, *, retick: bool = False) -> None:
+    """Untick the whole of row 5 and key 1 of row 0 in the editor (ticked again with retick), as a browser would."""
+    at.session_state[f"custom_grid_{n}"] = {
+        "edited_rows": {5: {f"k{j}": False for j in range(n)}, 0: {"k1": retick}},
+        "added_rows": [],
+        "deleted_rows": [],
+    }
+    at.run()
+
+
+def test_lengths_and_custom_grid_round_trip_through_the_url():
+    at = fresh({})
+    at.pills(key="mask_parts").set_value(["padding", "custom"]).run()
+    at.text_input(key="mask_lengths").set_value("5, 3").run()
+    untick(at)
+    assert_clean(at)
+    url = dict(at.query_params)
+    assert url["mask_lengths"] == "5, 3" and url["mask_grid"] == EDITED
+    assert metric(at, "fully masked rows") == "5"
+
+    again = fresh(url)  # another student opens the copied link
+    assert_clean(again)
+    assert again.text_input(key="mask_lengths").value == "5, 3"
+    assert again.pills(key="mask_parts").value == ["padding", "custom"]
+    assert again.query_params["mask_grid"] == EDITED
+    assert [(m.label, m.value) for m in again.metric] == [(m.label, m.value) for m in at.metric]
+    assert fills_table(again).equals(fills_table(at))
+
+
+def test_custom_grid_edits_apply_once_and_can_be_undone():
+    at = fresh({"mask_parts": "custom"})
+    untick(at)
+    at.run()  # the edited grid is now the editor's start: applying the same ticks again changes nothing
+    assert at.query_params["mask_grid"] == EDITED
+    assert metric(at, "hidden scores") == f"{7 / 36:.0%}"
+    untick(at, retick=True)
+    assert at.query_params["mask_grid"] == EDITED.replace("101111", "111111", 1)
+    assert metric(at, "hidden scores") == f"{6 / 36:.0%}"
+
+
+def test_custom_grid_survives_a_page_switch_and_resets_with_n():
+    at = fresh({"mask_parts": "custom"})
+    untick(at)
+    at.switch_page("views/home.py").run()
+    at.switch_page(PAGE).run()
+    assert_clean(at)
+    assert at.query_params["mask_grid"] == EDITED
+    assert metric(at, "fully masked rows") == "5"
+    at.slider(key="mask_n").set_value(3).run()  # another n: a fresh, all-ticked grid of the new size
+    assert_clean(at)
+    assert at.query_params["mask_grid"] == "111-111-111"
+    assert metric(at, "hidden scores") == "0%"
+
+
+@pytest.mark.parametrize(
+    "grid",
+    [
+        "111111-111111-111111-111111-111111",  # 5 rows where n = 6
+        "11111-11111-11111-11111-11111-11111",  # rows of 5
+        "111111-111111-111111-111111-111111-111112",  # a digit other than 0 or 1
+        "111111,111111,111111,111111,111111,111111",  # the wrong separator
+        "111111-111111-111111-111111-111111-111111-",  # a trailing separator
+        "<script>alert(1)</script>",
+        "1" * 5000,  # refused for its length before any parsing
+    ],
+)
+def test_a_malformed_grid_in_the_link_is_ignored_with_a_notice(grid):
+    at = fresh({"mask_parts": "custom", "mask_grid": grid})
+    assert_clean(at)
+    assert any("mask_grid" in toast.value and "ignored" in toast.value for toast in at.toast)
+    assert at.query_params["mask_grid"] == "-".join(["111111"] * 6)  # the URL now describes what is shown
+    assert metric(at, "hidden scores") == "0%"
+
+
+def test_invalid_lengths_in_the_link_warn_like_typed_ones():
+    at = fresh({"mask_lengths": "6, 99"})
+    assert_clean(at)
+    assert at.text_input(key="mask_lengths").value == "6, 99"
+    assert any("cannot exceed the sequence length n = 6" in w.value for w in at.warning)
+    assert metric(at, "padding keys") == "0%"
+    too_long = fresh({"mask_lengths": "1, " * 30})  # over the input's 40 characters: refused, default kept
+    assert too_long.text_input(key="mask_lengths").value == "6, 2"
+    assert any("mask_lengths" in toast.value for toast in too_long.toast)
+
+
+def test_a_teachers_link_can_fix_the_custom_grid_without_showing_the_editor():
+    at = fresh({"mask_parts": "custom", "mask_grid": EDITED, "hide": "mask_grid"})
+    assert_clean(at)
+    assert not any(e.label.startswith("Custom grid") for e in at.main.expander)  # no editor to untick
+    assert metric(at, "fully masked rows") == "5"
+    assert at.query_params["mask_grid"] == EDITED

@@ -138,6 +138,7 @@ def test_parity_additive_odd_dot_even_and_parameter_counts(d, hidden):
     # and neither has the other parity: the residuals are of the order of the scores themselves
     assert stats["additive"]["even"] > 0.1 and stats["dot product"]["odd"] > 0.1
     assert params.parameters.tolist() == [0, d * d, 2 * d * hidden + hidden]
+    assert params.score.tolist() == ["dot product", "bilinear", "additive"]  # keys: the page labels them
 
 
 def test_cosine_histogram_and_density_are_normalised():
