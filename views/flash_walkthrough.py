@@ -4,20 +4,14 @@ import streamlit as st
 
 from attn_core.charts import flash as charts
 from attn_core.tables import flash as tables
-from ui.frame import formula, friendly_errors, header, notice, predict_first, seed
+from ui import state as controls
+from ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed
+from ui.i18n import t, td, tl
 
 BLOCKS = [2, 4, 8, 16, 32]
+HBM_SIZES = [16, 32, 64, 128, 256]
 HBM_N = tuple(2**i for i in range(8, 17))  # 256 .. 65536
 PLAY_SECONDS = 3.0  # the whole animation, however many tiles
-
-_ROW_COLUMNS = {
-    "query": st.column_config.NumberColumn("i"),
-    "m_before": st.column_config.TextColumn("m before"),
-    "m_after": st.column_config.TextColumn("m after"),
-    "rescale": st.column_config.NumberColumn("α", format="%.3f", help="exp(m_old − m_new)"),
-    "l_before": st.column_config.NumberColumn("l before", format="%.3f"),
-    "l_after": st.column_config.NumberColumn("l after", format="%.3f"),
-}
 
 walkthrough = st.cache_data(max_entries=32)(tables.walkthrough)
 tile_grid = st.cache_data(max_entries=128)(tables.tile_grid)
@@ -29,96 +23,141 @@ def _fmt(m: float) -> str:
 
 
 def _to_last_tile(last: int) -> None:
-    st.session_state["flash_step"] = last  # Play ends where the slider then stands
+    st.session_state["flash_step"] = last  # Play ends where the slider then stands (and the link with it)
 
 
 def _index_slider(label: str, key: str, count: int, default: int, help: str, where) -> int:
     """A slider over 0..count-1 that keeps its value when the range changes, pulled back inside if it shrank."""
-    st.session_state[key] = min(st.session_state.get(key, default), count - 1)
     if count == 1:  # a slider needs min < max
-        where.caption(f"{label}: 0 (there is only one)")
+        where.caption(t("flash_walkthrough.controls.only_one", label=label))
+        controls.keep(key, 0, label)
         return 0
-    return where.slider(label, 0, count - 1, key=key, help=help)
+    if key in st.session_state:  # set, not left to the widget: a new range is a new widget that would restart at 0
+        st.session_state[key] = min(st.session_state[key], count - 1)
+    return controls.slider(label, 0, count - 1, min(default, count - 1), 1, key=key, where=where, help=help)
 
 
-header(
-    "FlashAttention, tile by tile",
-    "Exact attention without ever storing the n × n score matrix: one block of queries walks through the "
-    "key/value tiles, keeping only a running max m, a running sum l and an unnormalised output per row.",
-)
-predict_first(
-    "With a causal mask, n = 32 and 8 × 8 tiles, how many of the 16 tiles can the tiled loop skip entirely?",
-    "Tiles on the diagonal hold some visible keys and must be computed; the 4·3/2 = **6** tiles above it hold "
-    "only keys that come after every query of their block. Read *tiles skipped by causal* below.",
-)
+def _row_columns() -> dict:
+    rows = td("flash_walkthrough.rows")
+    return {
+        "query": st.column_config.NumberColumn("i"),
+        "m_before": st.column_config.TextColumn(rows["m_before"]),
+        "m_after": st.column_config.TextColumn(rows["m_after"]),
+        "rescale": st.column_config.NumberColumn("α", format="%.3f", help="exp(m_old − m_new)"),
+        "l_before": st.column_config.NumberColumn(rows["l_before"], format="%.3f"),
+        "l_after": st.column_config.NumberColumn(rows["l_after"], format="%.3f"),
+    }
+
+
+header(t("flash_walkthrough.title"), t("flash_walkthrough.lede"))
+predict_first(t("flash_walkthrough.question"), t("flash_walkthrough.answer"))
 
 with st.container(border=True):
     c1, c2, c3, c4, c5 = st.columns([3, 2, 2, 2, 1.4])
-    n = c1.slider("sequence length n", 4, 128, 32, 4, key="flash_n")
-    d = c2.select_slider("head dim d", options=[2, 4, 8, 16, 32], value=8, key="flash_d")
-    block_q = c3.select_slider("query block B_q", options=BLOCKS, value=8, key="flash_block_q")
-    block_k = c4.select_slider("key tile B_k", options=BLOCKS, value=8, key="flash_block_k")
-    causal = c5.toggle("causal", value=True, key="flash_causal", help="Query i sees keys 0..i only.")
+    n = controls.slider(t("flash_walkthrough.controls.n"), 4, 128, 32, 4, key="flash_n", where=c1)
+    d = controls.select_slider(t("flash_walkthrough.controls.d"), [2, 4, 8, 16, 32], 8, key="flash_d", where=c2)
+    block_q = controls.select_slider(t("flash_walkthrough.controls.block_q"), BLOCKS, 8, key="flash_block_q", where=c3)
+    block_k = controls.select_slider(t("flash_walkthrough.controls.block_k"), BLOCKS, 8, key="flash_block_k", where=c4)
+    causal = controls.toggle(
+        t("flash_walkthrough.controls.causal"),
+        True,
+        key="flash_causal",
+        where=c5,
+        help=t("flash_walkthrough.controls.causal_help"),
+    )
     t_q, t_k = tables.n_tiles(n, block_q), tables.n_tiles(n, block_k)
     s1, s2, s3 = st.columns([3, 4, 1.4], vertical_alignment="bottom")
-    query_block = _index_slider("query block", "flash_query_block", t_q, 2, "Which row of tiles to walk.", s1)
-    step = _index_slider("key tile (step)", "flash_step", t_k, 1, "How many key tiles the walk has consumed.", s2)
-    play = s3.button(
-        "Play",
+    query_block = _index_slider(
+        t("flash_walkthrough.controls.query_block"),
+        "flash_query_block",
+        t_q,
+        2,
+        t("flash_walkthrough.controls.query_block_help"),
+        s1,
+    )
+    step = _index_slider(
+        t("flash_walkthrough.controls.step"), "flash_step", t_k, 1, t("flash_walkthrough.controls.step_help"), s2
+    )
+    play = s3.button(  # an action, not a state: what it leaves behind is the step slider at the last tile
+        t("flash_walkthrough.controls.play"),
         key="flash_play",
         icon=":material/play_arrow:",
         width="stretch",
         on_click=_to_last_tile,
         args=(t_k - 1,),
         disabled=t_k == 1,
-        help="Animate the walk from the first tile to the last.",
+        help=t("flash_walkthrough.controls.play_help"),
     )
 
 
 def draw(step: int, w: tables.Walkthrough) -> None:
-    """Everything that depends on the step: the grid, this tile, the row state, the partial output, the end."""
+    """Everything that depends on the step: the grid, this tile, the row state, the partial output, the end.
+
+    The charts' names carry the step: each is unique in a run even when Play draws every step.
+    """
     info = w.steps.iloc[step]
-    keys = f"keys {info.key_start}..{info.key_end - 1}"
-    g, t, o = st.columns(3)
-    g.altair_chart(charts.tile_grid(tile_grid(n, block_q, block_k, causal, query_block, step), n), height=400)
+    keys = t("flash_walkthrough.keys", start=info.key_start, end=info.key_end - 1)
+    g, tile, o = st.columns(3)
+    grid = tile_grid(n, block_q, block_k, causal, query_block, step)
+    statuses = td("flash_walkthrough.statuses")
+    chart(charts.tile_grid(grid, n, td("flash_walkthrough.charts.grid"), statuses), grid, f"tiles_{step}", where=g)
     if info.skipped:
-        t.info(f"Tile {step} ({keys}) lies wholly above the diagonal: skipped, nothing read or computed.")
+        tile.info(t("flash_walkthrough.skipped_tile", step=step, keys=keys))
     else:
-        t.altair_chart(
-            charts.logit_tile(w.logits[w.logits.step == step], f"Logits S of tile {step}: {keys}"), height=400
-        )
-    o.altair_chart(charts.partial_output(w.output[w.output.step == step], f"Partial output O after {keys}"), height=400)
-    update, table, chart = st.columns([2, 3, 2])
+        logits = w.logits[w.logits.step == step]
+        text = td("flash_walkthrough.charts.logits", step=step, keys=keys)
+        chart(charts.logit_tile(logits, text), logits, f"logits_{step}", where=tile)
+    output = w.output[w.output.step == step]
+    text = td("flash_walkthrough.charts.output", keys=keys)
+    chart(charts.partial_output(output, text), output, f"partial_output_{step}", where=o)
+    update, table, right = st.columns([2, 3, 2])
     with update:
         formula(r"m' = \max\big(m,\ \textstyle\max_j S_{ij}\big)")
         formula(r"\alpha = e^{\,m - m'}")
         formula(r"l' = \alpha\, l + \textstyle\sum_j e^{S_{ij} - m'}")
         formula(r"\mathrm{acc}' = \alpha\,\mathrm{acc} + e^{S - m'} V_{\text{tile}}")
-        formula(r"O = \mathrm{acc}' / l'", "per query row i; m, l, acc never leave SRAM")
+        formula(r"O = \mathrm{acc}' / l'", t("flash_walkthrough.update_caption"))
     rows = w.rows[w.rows.step == step].drop(columns="step")
     with table:
-        st.markdown(f"**Each row before → after tile {step}**: α rescales the old l and acc")
+        st.markdown(t("flash_walkthrough.rows_heading", step=step))
         shown = rows.assign(m_before=rows.m_before.map(_fmt), m_after=rows.m_after.map(_fmt))
-        st.dataframe(shown, hide_index=True, column_config=_ROW_COLUMNS, height=min(35 * len(rows) + 38, 330))
-    chart.altair_chart(charts.row_state(rows), height=400)
+        st.dataframe(shown, hide_index=True, column_config=_row_columns(), height=min(35 * len(rows) + 38, 330))
+    chart(charts.row_state(rows, td("flash_walkthrough.charts.rows")), rows, f"row_state_{step}", where=right)
     e, end = st.columns([3, 2])
-    e.altair_chart(charts.error_by_step(w.steps, step), height=340)
+    figure = charts.error_by_step(w.steps, step, td("flash_walkthrough.charts.error"), td("flash_walkthrough.errors"))
+    chart(figure, w.steps, f"error_by_step_{step}", where=e)
     with end:
         skipped = tables.causal_skipped_tiles(n, block_q, block_k) if causal else 0
         a, b = st.columns(2)
-        a.metric("tiles skipped by causal", f"{skipped} of {t_q * t_k}", help="In the whole grid of tiles.")
-        b.metric("tiles this block computes", int((~w.steps.skipped).sum()), help=f"Of its {t_k} key tiles.")
+        a.metric(
+            t("flash_walkthrough.metrics.skipped"),
+            t("flash_walkthrough.metrics.skipped_value", skipped=skipped, total=t_q * t_k),
+            help=t("flash_walkthrough.metrics.skipped_help"),
+        )
+        b.metric(
+            t("flash_walkthrough.metrics.computed"),
+            int((~w.steps.skipped).sum()),
+            help=t("flash_walkthrough.metrics.computed_help", t_k=t_k),
+        )
         if step == len(w.steps) - 1:
-            st.markdown("**The end: tiled against naive attention**, computed live")
+            st.markdown(t("flash_walkthrough.end_heading"))
             x, y = st.columns(2)
-            x.metric("max |tiled − naive|", f"{w.err_block:.1e}", help="This query block, after its last tile.")
-            y.metric("all rows (tiled_attention)", f"{w.err_all:.1e}", help="Every query block, same tiles.")
-            st.caption("Both in float64: rounding error, not approximation. The n × n matrix was never stored.")
+            x.metric(
+                t("flash_walkthrough.metrics.error_block"),
+                f"{w.err_block:.1e}",
+                help=t("flash_walkthrough.metrics.error_block_help"),
+            )
+            y.metric(
+                t("flash_walkthrough.metrics.error_all"),
+                f"{w.err_all:.1e}",
+                help=t("flash_walkthrough.metrics.error_all_help"),
+            )
+            st.caption(t("flash_walkthrough.end_caption"))
         else:
-            st.caption(f"Step to the last tile ({len(w.steps) - 1}) or press Play to compare with naive attention.")
+            st.caption(t("flash_walkthrough.not_end_caption", last=len(w.steps) - 1))
 
 
-with friendly_errors("The tile walk"):
+with friendly_errors(t("flash_walkthrough.sections.walk")):
     w = walkthrough(n, d, block_q, block_k, causal, query_block, seed())
     stage = st.empty()
     for shown in range(t_k) if play else [step]:
@@ -127,52 +166,60 @@ with friendly_errors("The tile walk"):
         if play and shown < t_k - 1:
             time.sleep(PLAY_SECONDS / t_k)
 
-notice(
-    [
-        "When a tile raises a row's max, the old l and accumulator shrink by α = exp(m_old − m_new) < 1; "
-        "when the max holds, α = 1 exactly, and the first tile multiplies the empty state by α = 0.",
-        "After every tile the partial output *is* attention over the keys seen so far (green line at rounding "
-        "level); it reaches the final answer at the last tile the block needs.",
-        "With causal, tiles wholly above the diagonal are never computed: no logits and no K/V reads.",
-    ]
-)
+notice(tl("flash_walkthrough.notice"))
 
-st.subheader("Slow-memory (HBM) traffic: naive against tiled")
+st.subheader(t("flash_walkthrough.hbm_subheader"))
 with st.container(border=True):
     h1, h2, h3, h4 = st.columns(4)
-    hd = h1.select_slider("head dim d", options=[16, 32, 64, 128, 256], value=64, key="hbm_d")
-    hq = h2.select_slider("query block B_q", options=[16, 32, 64, 128, 256], value=128, key="hbm_block_q")
-    hk = h3.select_slider("key tile B_k", options=[16, 32, 64, 128, 256], value=64, key="hbm_block_k")
-    hn = h4.select_slider("sequence length n", options=HBM_N, value=4096, key="hbm_n")
+    hd = controls.select_slider(t("flash_walkthrough.controls.d"), HBM_SIZES, 64, key="hbm_d", where=h1)
+    hq = controls.select_slider(t("flash_walkthrough.controls.block_q"), HBM_SIZES, 128, key="hbm_block_q", where=h2)
+    hk = controls.select_slider(t("flash_walkthrough.controls.block_k"), HBM_SIZES, 64, key="hbm_block_k", where=h3)
+    hn = controls.select_slider(t("flash_walkthrough.controls.n"), HBM_N, 4096, key="hbm_n", where=h4)
 
 left, right = st.columns([3, 2])
-with left, friendly_errors("The traffic chart"):
-    st.altair_chart(charts.hbm_traffic(hbm_sweep(hd, hq, hk, causal, HBM_N), hn), height=360)
-    st.caption(
-        "Both lines climb with slope 2 on these log-log axes: tiling divides the traffic by about 2B_q/d, it does "
-        "not change its order in n. What drops from n² to n is the memory held: no S or P, only m and l per row. "
-        f"Causal: {'on' if causal else 'off'} (the toggle above). Counted in matrix elements."
-    )
-with right, friendly_errors("The traffic count"):
-    formula(r"\text{naive: reads } 3nd + 2n^2,\quad \text{writes } 2n^2 + nd", "S and P go to HBM and back")
+with left, friendly_errors(t("flash_walkthrough.sections.traffic_chart")):
+    sweep = hbm_sweep(hd, hq, hk, causal, HBM_N)
+    text, names = td("flash_walkthrough.charts.hbm"), td("flash_walkthrough.algorithms")
+    chart(charts.hbm_traffic(sweep, hn, text, names), sweep, "hbm_traffic")
+    state = t(f"flash_walkthrough.causal_{'on' if causal else 'off'}")
+    st.caption(t("flash_walkthrough.hbm_caption", causal=state))
+with right, friendly_errors(t("flash_walkthrough.sections.traffic_count")):
+    words = td("flash_walkthrough.formula_words")  # the words inside the two formulas
     formula(
-        r"\text{tiled: reads } nd + 2nd\,\lceil n/B_q\rceil,\quad \text{writes } nd",
-        "Q once, K and V once per query block (with causal: only the tiles up to the diagonal), O once",
+        rf"\text{{{words['naive']} }} 3nd + 2n^2,\quad \text{{{words['writes']} }} 2n^2 + nd",
+        t("flash_walkthrough.naive_formula_caption"),
     )
-    t = tables.hbm_traffic(hn, hd, hq, hk, causal)
-    naive, tiled = t["naive_reads"] + t["naive_writes"], t["tiled_reads"] + t["tiled_writes"]
+    formula(
+        rf"\text{{{words['tiled']} }} nd + 2nd\,\lceil n/B_q\rceil,\quad \text{{{words['writes']} }} nd",
+        t("flash_walkthrough.tiled_formula_caption"),
+    )
+    traffic = tables.hbm_traffic(hn, hd, hq, hk, causal)
+    naive = traffic["naive_reads"] + traffic["naive_writes"]
+    tiled = traffic["tiled_reads"] + traffic["tiled_writes"]
     m1, m2, m3 = st.columns(3)
-    m1.metric("naive", f"{naive / 1e6:,.1f} M", help=f"{t['naive_reads']:,} reads + {t['naive_writes']:,} writes")
-    m2.metric("tiled", f"{tiled / 1e6:,.1f} M", help=f"{t['tiled_reads']:,} reads + {t['tiled_writes']:,} writes")
-    m3.metric("naive / tiled", f"{naive / tiled:.1f}×", help="For large n: 4n² / (2n²d/B_q) = 2B_q/d.")
-    kb = 2 * tables.sram_working_set(hd, hq, hk) / 1024
-    st.caption(
-        f"One tile step holds (2B_q + 2B_k)d + B_qB_k + 2B_q = {kb:.0f} KB on chip in fp16: larger tiles cut HBM "
-        "traffic until they no longer fit in an SM's shared memory."
+    for where, algo, total in ((m1, "naive", naive), (m2, "tiled", tiled)):
+        where.metric(
+            t(f"flash_walkthrough.metrics.{algo}"),
+            f"{total / 1e6:,.1f} M",
+            help=t(
+                "flash_walkthrough.metrics.traffic_help",
+                reads=traffic[f"{algo}_reads"],
+                writes=traffic[f"{algo}_writes"],
+            ),
+        )
+    m3.metric(
+        t("flash_walkthrough.metrics.ratio"), f"{naive / tiled:.1f}×", help=t("flash_walkthrough.metrics.ratio_help")
     )
+    kb = 2 * tables.sram_working_set(hd, hq, hk) / 1024
+    st.caption(t("flash_walkthrough.sram_caption", kb=kb))
     small = tables.hbm_traffic(n, d, block_q, block_k, causal)
     st.caption(
-        f"The walk above (n = {n}, d = {d}, B_q = {block_q}): naive moves "
-        f"{small['naive_reads'] + small['naive_writes']:,} elements, tiled "
-        f"{small['tiled_reads'] + small['tiled_writes']:,}."
+        t(
+            "flash_walkthrough.walk_caption",
+            n=n,
+            d=d,
+            block_q=block_q,
+            naive=small["naive_reads"] + small["naive_writes"],
+            tiled=small["tiled_reads"] + small["tiled_writes"],
+        )
     )

@@ -1,70 +1,104 @@
+import pandas as pd
 import streamlit as st
 
 from attn_core.charts import multihead as charts
 from attn_core.tables import multihead as tables
-from ui.frame import formula, friendly_errors, header, notice, predict_first, seed
+from ui import state as controls
+from ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed
+from ui.i18n import t, td, tl
+
+MODES = ["self", "cross"]
 
 forward_tables = st.cache_data(max_entries=64)(tables.forward_tables)
 parameter_sweep = st.cache_data(max_entries=16)(tables.parameter_sweep)
 references = st.cache_data(max_entries=1)(tables.references)
 
 
-# Building an Altair chart costs more than the forward pass: the built charts are cached too, by plain parameters.
+# Building an Altair chart costs more than the forward pass: the built charts are cached too, by plain parameters
+# and the strings they show (so each language has its own entry).
 @st.cache_data(max_entries=64)
-def forward_charts(query_tokens: tuple, key_tokens: tuple | None, d_model: int, heads: int, seed: int):
+def forward_charts(query_tokens: tuple, key_tokens: tuple | None, d_model: int, heads: int, seed: int, text: dict):
     result = forward_tables(query_tokens, key_tokens, d_model, heads, seed)
-    return charts.head_maps(result["maps"]), charts.concat_heatmap(result["concat"], result["d_k"])
+    return charts.head_maps(result["maps"], text["maps"]), charts.concat_heatmap(
+        result["concat"], result["d_k"], text["concat"]
+    )
 
 
 @st.cache_data(max_entries=64)
-def parameter_chart(d_model: int, heads: int):
-    return charts.parameter_bars(parameter_sweep(d_model), heads)
+def parameter_chart(d_model: int, heads: int, text: dict):
+    return charts.parameter_bars(parameter_sweep(d_model), heads, text)
 
 
-header(
-    "Multi-head attention",
-    "Split d_model into h heads of width d_k = d_model / h: each head attends on its own, the heads are "
-    "concatenated back to d_model and mixed by W_o.",
-)
-predict_first(
-    "MultiHeadAttention(64, 1) has 16,640 parameters. How many does MultiHeadAttention(64, 8) have, and how wide "
-    "is each of its heads?",
-    "Still **16,640** = 4·(64² + 64): W_q, W_k, W_v and W_o stay 64 × 64 with a bias of 64 whatever h is; the "
-    "heads only cut the projected vectors into 8 slices of **d_k = 8**. The bar chart below counts real modules "
-    "for every h.",
-)
+def forward(query_tokens: tuple, key_tokens: tuple | None, d_model: int, heads: int) -> tuple:
+    """The forward pass's tables and its two charts (all cached), in the viewer's language."""
+    result = forward_tables(query_tokens, key_tokens, d_model, heads, seed())
+    text = {
+        "maps": td("multihead.charts.maps"),
+        "concat": td("multihead.charts.concat", n_q=result["n_q"], d_model=d_model, d_k=result["d_k"]),
+    }
+    return result, *forward_charts(query_tokens, key_tokens, d_model, heads, seed(), text)
+
+
+def shapes_table(shapes: pd.DataFrame) -> pd.DataFrame:
+    """The steps named in the viewer's language, the columns too; the tensors stay formulas."""
+    columns = td("multihead.shapes.columns")
+    named = shapes.assign(step=shapes["step"].map(td("multihead.shapes.steps")))
+    return named.rename(columns=columns).set_index(columns["step"])
+
+
+def references_table(ref: pd.DataFrame) -> pd.DataFrame:
+    """One column per model, one row per quantity, as the page shows them."""
+    rows = td("multihead.references.rows")
+    columns = {}
+    for r in ref.itertuples():
+        same = t(f"multihead.references.same_{'yes' if r.same_count else 'no'}", n=r.n_divisors)
+        columns[r.model] = [f"{r.d_model:,}", str(r.heads), str(r.d_k), f"{r.parameters:,}", same]
+    order = ["d_model", "heads", "d_k", "parameters", "same_count"]
+    return pd.DataFrame(columns, index=pd.Index([rows[k] for k in order], name=t("multihead.references.quantity")))
+
+
+header(t("multihead.title"), t("multihead.lede"))
+predict_first(t("multihead.question"), t("multihead.answer"))
 
 with st.container(border=True):
     c1, c2, c3 = st.columns([2, 3, 2])
-    d_model = c1.select_slider("d_model", options=tables.D_MODELS, value=16, key="d_model")
+    d_model = controls.select_slider("d_model", tables.D_MODELS, 16, key="mh_d_model", where=c1)
     offered = tables.divisors(d_model)
-    heads = c2.radio(
-        "heads h (the divisors of d_model)",
+    if st.session_state.get("mh_heads", offered[0]) not in offered:
+        del st.session_state["mh_heads"]  # kept while it divides the new d_model, back to the default otherwise
+    heads = controls.radio(
+        t("multihead.controls.heads"),
         offered,
-        index=offered.index(4) if 4 in offered else 0,
+        4 if 4 in offered else offered[0],
+        key="mh_heads",
+        where=c2,
         horizontal=True,
-        key="heads",  # kept while it divides the new d_model, back to the default otherwise
     )
-    mode = c3.segmented_control(
-        "attention",
-        ["self", "cross"],
-        default="self",
-        key="mode",
-        help="Cross: keys and values from a second sentence.",
+    modes = td("multihead.modes")
+    mode = controls.segmented_control(
+        t("multihead.controls.mode"),
+        MODES,
+        "self",
+        key="mh_mode",
+        where=c3,
+        format_func=modes.get,
+        help=t("multihead.controls.mode_help"),
     )
     t1, t2 = st.columns(2)
-    query_text = t1.text_input(
-        "sentence (queries; keys and values too in self-attention)",
+    query_text = controls.text_input(
+        t("multihead.controls.sentence"),
         "the cat sat on the mat because it was tired",
+        key="mh_sentence",
         max_chars=tables.MAX_TEXT_CHARS,
-        key="sentence",
-        help=f"Up to {tables.MAX_TOKENS} words separated by spaces.",
+        where=t1,
+        help=t("multihead.controls.sentence_help", n=tables.MAX_TOKENS),
     )
-    key_text = t2.text_input(
-        "second sentence (keys and values in cross-attention)",
+    key_text = controls.text_input(
+        t("multihead.controls.source"),
         "le chat dort",
+        key="mh_source",
         max_chars=tables.MAX_TEXT_CHARS,
-        key="source",
+        where=t2,
         disabled=mode != "cross",
     )
 
@@ -74,73 +108,53 @@ try:
     if mode == "cross":
         key_tokens = tables.parse_tokens(key_text, "second sentence")
 except ValueError as err:
-    st.warning(f"Fix the text to see the maps: {err}.", icon=":material/error:")
+    st.warning(t("multihead.fix_text", error=err), icon=":material/error:")
     query_tokens = None
 
 left, right = st.columns([3, 2])
 with right:
     formula(
         r"\mathrm{head}_i=\mathrm{softmax}\!\left(\frac{Q_iK_i^{\top}}{\sqrt{d_k}}\right)V_i",
-        "Q_i = X W_i^Q, K_i = Y W_i^K, V_i = Y W_i^V, where W_i^Q is the i-th block of d_k columns of W_q; "
-        "Y = X in self-attention, the second sentence in cross-attention.",
+        t("multihead.head_formula_caption"),
     )
     formula(r"\mathrm{MHA}=\mathrm{Concat}(\mathrm{head}_1,\dots,\mathrm{head}_h)\,W^O")
     m1, m2, m3 = st.columns(3)
     m1.metric("d_model", d_model)
-    m2.metric("heads h", heads)
+    m2.metric(t("multihead.metrics.heads"), heads)
     m3.metric("d_k = d_model / h", d_model // heads)
-    notice(
-        [
-            "Same words, same weights: the heads still draw different maps, because each one compares queries and "
-            "keys in its own d_k-dimensional slice of the projections.",
-            "More heads means narrower heads, not more parameters: the four d_model × d_model matrices never change.",
-            "In cross-attention the maps turn rectangular, n_q × n_k: each query word of the first sentence spreads "
-            "its weight over the words of the second.",
-            "There are no positions here: a repeated word has one embedding, so its rows are identical in every head.",
-        ]
-    )
-with left, friendly_errors("The attention maps"):
-    if query_tokens is not None:
-        result = forward_tables(query_tokens, key_tokens, d_model, heads, seed())
-        st.altair_chart(forward_charts(query_tokens, key_tokens, d_model, heads, seed())[0], width="content")
-        left_out = heads - charts.MAX_MAPS
-        st.caption(
-            f"{result['n_q']} queries × {result['n_k']} keys per head"
-            + (f"; the first {charts.MAX_MAPS} of {heads} heads shown." if left_out > 0 else ".")
-            + " Toy embeddings and weights drawn from the seed."
-        )
+    notice(tl("multihead.notice"))
 
-st.subheader("Split, attend, concatenate, mix: the shape of every step")
+
+with left, friendly_errors(t("multihead.sections.maps")):
+    if query_tokens is not None:
+        result, maps_chart, _ = forward(query_tokens, key_tokens, d_model, heads)
+        chart(maps_chart, result["maps"], "head_maps", width="content")
+        shown = dict(n_q=result["n_q"], n_k=result["n_k"], shown=charts.MAX_MAPS, heads=heads)
+        st.caption(t(f"multihead.maps_caption_{'some' if heads > charts.MAX_MAPS else 'all'}", **shown))
+
+st.subheader(t("multihead.shapes_subheader"))
 s_left, s_right = st.columns(2)
-with s_left, friendly_errors("The shapes"):
+with s_left, friendly_errors(t("multihead.sections.shapes")):
     if query_tokens is not None:
-        result = forward_tables(query_tokens, key_tokens, d_model, heads, seed())
-        st.table(result["shapes"].set_index("step"))
-        st.caption(
-            "Shapes read from the tensors of a real forward pass (hooks on W_q, W_k, W_v, W_o), batch of 1 left out."
-        )
-with s_right, friendly_errors("The concatenation"):
+        result, _, _ = forward(query_tokens, key_tokens, d_model, heads)
+        st.table(shapes_table(result["shapes"]))
+        st.caption(t("multihead.shapes_caption"))
+with s_right, friendly_errors(t("multihead.sections.concat")):
     if query_tokens is not None:
-        result = forward_tables(query_tokens, key_tokens, d_model, heads, seed())
-        st.altair_chart(forward_charts(query_tokens, key_tokens, d_model, heads, seed())[1], width="stretch")
-        st.caption(
-            f"The module's output equals Concat · W_oᵀ + b (largest difference {result['check']:.2g}): "
-            "W_o is one d_model × d_model matrix that mixes all heads at once."
-        )
+        result, _, concat_chart = forward(query_tokens, key_tokens, d_model, heads)
+        chart(concat_chart, result["concat"], "concat")
+        st.caption(t("multihead.concat_caption", check=result["check"]))
 
-st.subheader("The parameter count does not depend on h")
+st.subheader(t("multihead.parameters_subheader"))
 p_left, p_right = st.columns([3, 2])
 with p_right:
-    formula(r"\#\text{params}=4\,(d_{model}^2+d_{model})", "W_q, W_k, W_v, W_o: d_model × d_model plus a bias each")
-    st.markdown(
-        "Each head's W_i^Q is a d_model × d_k slice of W_q, and h slices of width d_model / h make up the whole "
-        "matrix again. The multiply-adds of Q Kᵀ per query-key pair are h · d_k = d_model as well: splitting into "
-        "heads changes *what* is computed, not how much."
-    )
-with p_left, friendly_errors("The parameter count"):
-    st.altair_chart(parameter_chart(d_model, heads), width="stretch")
-    st.dataframe(parameter_sweep(d_model), hide_index=True, width="stretch")
+    formula(r"\#\text{params}=4\,(d_{model}^2+d_{model})", t("multihead.parameters_formula_caption"))
+    st.markdown(t("multihead.parameters_text"))
+with p_left, friendly_errors(t("multihead.sections.parameters")):
+    sweep = parameter_sweep(d_model)
+    chart(parameter_chart(d_model, heads, td("multihead.charts.parameters", d_model=d_model)), sweep, "parameters")
+    st.dataframe(sweep, hide_index=True, width="stretch", column_config=td("multihead.sweep"))
 
-with p_right, friendly_errors("The reference models"):
-    st.markdown('**Published sizes, counted on `device="meta"`** (no memory is allocated)')
-    st.table(references().set_index("quantity"))
+with p_right, friendly_errors(t("multihead.sections.references")):
+    st.markdown(t("multihead.references.heading"))
+    st.table(references_table(references()))

@@ -150,24 +150,27 @@ def _concat_frame(concat: torch.Tensor, q_labels: list[str], d_k: int) -> pd.Dat
 
 
 def _shapes_frame(x_q, x_kv, seen, weights, out, num_heads, d_k, self_attention) -> pd.DataFrame:
-    """Each step with the shape of the tensor it really produced (batch dimension of 1 dropped)."""
+    """Each step (an identifier the page names) with the shape of the tensor it really produced (batch of 1 dropped).
+
+    The keys' and values' input is X in self-attention and Y, the second sentence, in cross-attention.
+    """
 
     def shape(t) -> str:
         return "(" + ", ".join(str(s) for s in tuple(t.shape)[1:]) + ")"
 
     n_q, n_k = x_q.shape[1], x_kv.shape[1]
-    source = "X" if self_attention else "Y (second sentence)"
+    source = "X" if self_attention else "Y"
     rows = [
-        ("queries' input", "X", shape(x_q)),
-        ("keys' and values' input", source, shape(x_kv)),
+        ("input_q", "X", shape(x_q)),
+        ("input_kv", source, shape(x_kv)),
         ("project", "Q = X W_q", shape(seen["q"][1])),
-        ("project", "K = " + ("X" if self_attention else "Y") + " W_k", shape(seen["k"][1])),
-        ("project", "V = " + ("X" if self_attention else "Y") + " W_v", shape(seen["v"][1])),
-        ("split into heads", "Q_i, i = 1..h", f"{num_heads} × ({n_q}, {d_k})"),
-        ("split into heads", "K_i and V_i, i = 1..h", f"{num_heads} × ({n_k}, {d_k}) each"),
-        ("attend, each head", "softmax(Q_i K_iᵀ/√d_k)", f"{num_heads} × {shape(weights[0])}"),
-        ("attend, each head", "head_i = weights_i V_i", f"{num_heads} × ({n_q}, {d_k})"),
-        ("concatenate", "Concat(head_1..head_h)", shape(seen["o"][0])),
+        ("project", f"K = {source} W_k", shape(seen["k"][1])),
+        ("project", f"V = {source} W_v", shape(seen["v"][1])),
+        ("split", "Q_i, i = 1..h", f"{num_heads} × ({n_q}, {d_k})"),
+        ("split", "K_i, V_i, i = 1..h", f"{num_heads} × ({n_k}, {d_k})"),
+        ("attend", "softmax(Q_i K_iᵀ/√d_k)", f"{num_heads} × {shape(weights[0])}"),
+        ("attend", "head_i = weights_i V_i", f"{num_heads} × ({n_q}, {d_k})"),
+        ("concat", "Concat(head_1..head_h)", shape(seen["o"][0])),
         ("mix", "output = Concat W_o", shape(out)),
     ]
     return pd.DataFrame(rows, columns=["step", "tensor", "shape"])
@@ -175,29 +178,31 @@ def _shapes_frame(x_q, x_kv, seen, weights, out, num_heads, d_k, self_attention)
 
 def parameter_sweep(d_model: int) -> pd.DataFrame:
     """For every h dividing d_model: d_k, the parameter count of a real module (on "meta": no memory) and the
-    multiply-adds of Q K^T per query/key pair summed over heads (h * d_k, always d_model)."""
+    multiply-adds of Q K^T per query/key pair summed over heads (macs_per_pair = h * d_k, always d_model)."""
     rows = []
     for h in divisors(d_model):
         mha = MultiHeadAttention(d_model, h, device="meta")
-        rows.append(
-            {"heads": h, "d_k": mha.d_k, "parameters": parameter_count(mha), "score MACs per pair": h * mha.d_k}
-        )
+        rows.append({"heads": h, "d_k": mha.d_k, "parameters": parameter_count(mha), "macs_per_pair": h * mha.d_k})
     return pd.DataFrame(rows)
 
 
 def references() -> pd.DataFrame:
-    """BERT-base and GPT-3 side by side (one column each): d_model and h as published, d_k read from a real
-    MultiHeadAttention on "meta", its parameter count, and whether every divisor h of d_model gives that count."""
-    columns = {}
+    """BERT-base and GPT-3, one row each: d_model and h as published, d_k read from a real MultiHeadAttention on
+    "meta", its parameter count, and whether every divisor h of d_model gives that count (same_count, over
+    n_divisors values of h)."""
+    rows = []
     for name, d_model, h in REFERENCES:
         mha = MultiHeadAttention(d_model, h, device="meta")
         counts = {parameter_count(MultiHeadAttention(d_model, g, device="meta")) for g in divisors(d_model)}
-        columns[name] = [
-            f"{d_model:,}",
-            str(h),
-            str(mha.d_k),
-            f"{parameter_count(mha):,}",
-            f"{'yes' if len(counts) == 1 else 'no'} ({len(divisors(d_model))} values of h)",
-        ]
-    rows = ["d_model", "heads h", "d_k = d_model / h", "attention parameters per layer", "same count for every h"]
-    return pd.DataFrame(columns, index=pd.Index(rows, name="quantity")).reset_index()
+        rows.append(
+            {
+                "model": name,
+                "d_model": d_model,
+                "heads": h,
+                "d_k": mha.d_k,
+                "parameters": parameter_count(mha),
+                "same_count": len(counts) == 1,
+                "n_divisors": len(divisors(d_model)),
+            }
+        )
+    return pd.DataFrame(rows)

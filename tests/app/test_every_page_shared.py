@@ -23,16 +23,10 @@ CHANGES = 5
 PENDING_URL = {
     "worked_example",
     "positional",
-    "multihead",
-    "flash_walkthrough",
-    "scaling",
 }
 PENDING_LANG = {
     "worked_example",
     "positional",
-    "multihead",
-    "flash_walkthrough",
-    "scaling",
 }
 
 

@@ -1,6 +1,7 @@
 import math
 
-from app_helpers import assert_clean, metric
+from app_helpers import APP, assert_clean, metric
+from streamlit.testing.v1 import AppTest
 
 PAGE = "views/flash_walkthrough.py"
 END = "max |tiled − naive|"
@@ -98,3 +99,56 @@ def test_hbm_ratio_follows_its_controls(open_page):
     bk = 128  # B_k leaves this traffic alone but sizes the on-chip tiles: Q, acc (B_q d each), K, V, S, m, l
     sram_kb = 2 * (2 * bq * d + 2 * bk * d + bq * bk + 2 * bq) / 1024  # fp16
     assert any(f"= {sram_kb:.0f} KB on chip" in c.value for c in at.caption)
+
+
+def open_link(params: dict) -> AppTest:
+    """A fresh session opened from a copied link: only the query parameters travel."""
+    at = AppTest.from_file(APP, default_timeout=120)
+    for key, value in params.items():
+        at.query_params[key] = value
+    at.switch_page(PAGE)
+    return at.run()
+
+
+def test_a_link_opens_at_the_same_tile_step(open_page):
+    at = open_page(PAGE)
+    at.slider(key="flash_n").set_value(40).run()
+    at.slider(key="flash_query_block").set_value(4).run()
+    at.slider(key="flash_step").set_value(2).run()
+    assert at.query_params["flash_step"] == "2"
+    again = open_link(dict(at.query_params))
+    assert_clean(again)
+    assert (again.slider(key="flash_query_block").value, again.slider(key="flash_step").value) == (4, 2)
+    assert again.dataframe[0].value.equals(at.dataframe[0].value)  # the row state after tile 2 of block 4
+    assert END not in labels(again)
+
+
+def test_play_leaves_the_last_tile_in_the_link(open_page):
+    at = open_page(PAGE)
+    at.button(key="flash_play").click().run()
+    assert at.query_params["flash_step"] == "3"
+    assert "flash_play" not in at.query_params  # the button is an action, not a state
+    again = open_link(dict(at.query_params))
+    assert_clean(again)
+    assert again.slider(key="flash_step").value == 3
+    assert metric(again, END) == metric(at, END)
+
+
+def test_a_growing_range_keeps_the_step_and_a_shrinking_one_pulls_it_back(open_page):
+    at = open_page(PAGE)
+    at.slider(key="flash_step").set_value(3).run()
+    at.slider(key="flash_n").set_value(64).run()  # 8 key tiles: the walk stays at tile 3
+    assert (at.slider(key="flash_step").value, at.slider(key="flash_query_block").value) == (3, 2)
+    at.slider(key="flash_n").set_value(32).run()
+    at.select_slider(key="flash_block_k").set_value(16).run()  # 2 key tiles: step 3 becomes the last, 1
+    assert_clean(at)
+    assert at.slider(key="flash_step").value == 1
+    assert at.query_params["flash_step"] == "1"
+    assert float(metric(at, END)) < 1e-6
+
+
+def test_a_step_outside_the_grid_in_a_link_is_ignored():
+    at = open_link({"flash_step": "9"})  # 4 key tiles at the defaults: 0..3
+    assert_clean(at)
+    assert at.slider(key="flash_step").value == 1
+    assert any("flash_step" in toast.value for toast in at.toast)

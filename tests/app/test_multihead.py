@@ -1,4 +1,5 @@
-from app_helpers import assert_clean, metric
+from app_helpers import APP, assert_clean, metric
+from streamlit.testing.v1 import AppTest
 
 from attn_core.tables.multihead import D_MODELS, divisors
 
@@ -27,16 +28,16 @@ def test_renders_at_defaults_with_formula_and_charts(open_page):
 def test_heads_offered_are_exactly_the_divisors(open_page):
     at = open_page(PAGE)
     for d_model in D_MODELS:
-        at.select_slider(key="d_model").set_value(d_model).run()
+        at.select_slider(key="mh_d_model").set_value(d_model).run()
         assert_clean(at)
-        assert at.radio(key="heads").options == [str(h) for h in divisors(d_model)]
+        assert at.radio(key="mh_heads").options == [str(h) for h in divisors(d_model)]
 
 
 def test_d_k_follows_d_model_and_h_while_the_parameter_count_stays(open_page):
     at = open_page(PAGE)
     for d_model, h in [(24, 3), (24, 8), (64, 16), (8, 1), (48, 48)]:
-        at.select_slider(key="d_model").set_value(d_model).run()
-        at.radio(key="heads").set_value(h).run()
+        at.select_slider(key="mh_d_model").set_value(d_model).run()
+        at.radio(key="mh_heads").set_value(h).run()
         assert_clean(at)
         assert metric(at, "d_k = d_model / h") == str(d_model // h)
         table = sweep(at)
@@ -47,13 +48,13 @@ def test_d_k_follows_d_model_and_h_while_the_parameter_count_stays(open_page):
 
 def test_a_choice_of_h_survives_a_d_model_that_it_divides(open_page):
     at = open_page(PAGE)
-    at.radio(key="heads").set_value(8).run()
-    at.select_slider(key="d_model").set_value(24).run()  # 8 divides 24: kept
-    assert at.radio(key="heads").value == 8
-    at.radio(key="heads").set_value(6).run()
-    at.select_slider(key="d_model").set_value(16).run()  # 6 does not divide 16: back to the default 4
+    at.radio(key="mh_heads").set_value(8).run()
+    at.select_slider(key="mh_d_model").set_value(24).run()  # 8 divides 24: kept
+    assert at.radio(key="mh_heads").value == 8
+    at.radio(key="mh_heads").set_value(6).run()
+    at.select_slider(key="mh_d_model").set_value(16).run()  # 6 does not divide 16: back to the default 4
     assert_clean(at)
-    assert at.radio(key="heads").value == 4
+    assert at.radio(key="mh_heads").value == 4
 
 
 def test_reference_models_d_k_is_computed(open_page):
@@ -65,16 +66,16 @@ def test_reference_models_d_k_is_computed(open_page):
 
 def test_cross_attention_takes_keys_and_values_from_the_second_sentence(open_page):
     at = open_page(PAGE)
-    at.segmented_control(key="mode").set_value("cross").run()
-    at.text_input(key="source").set_value("a dog").run()
+    at.segmented_control(key="mh_mode").set_value("cross").run()
+    at.text_input(key="mh_source").set_value("a dog").run()
     assert_clean(at)
     assert maps_caption(at).startswith("10 queries × 2 keys per head")
     shapes = at.table[0].value.set_index("tensor")["shape"]
     assert shapes["K = Y W_k"] == "(2, 16)"
     assert shapes["softmax(Q_i K_iᵀ/√d_k)"] == "4 × (10, 2)"
-    at.text_input(key="sentence").set_value("le chat dort").run()
+    at.text_input(key="mh_sentence").set_value("le chat dort").run()
     assert maps_caption(at).startswith("3 queries × 2 keys per head")
-    at.segmented_control(key="mode").set_value("self").run()
+    at.segmented_control(key="mh_mode").set_value("self").run()
     assert maps_caption(at).startswith("3 queries × 3 keys per head")
 
 
@@ -85,13 +86,13 @@ def test_bad_text_warns_and_the_rest_of_the_page_works(open_page):
         (" ".join(["w"] * 13), "13 words; at most 12"),
         ("<b>hi</b> there", "word 1 of the sentence is not a plain word"),
     ]:
-        at.text_input(key="sentence").set_value(text).run()
+        at.text_input(key="mh_sentence").set_value(text).run()
         assert_clean(at)
         assert any(reason in w.value for w in at.warning), [w.value for w in at.warning]
         assert len(at.get("vega_lite_chart")) == 1  # the parameter bars do not need the sentence
-    at.segmented_control(key="mode").set_value("cross").run()
-    at.text_input(key="sentence").set_value("fine words").run()
-    at.text_input(key="source").set_value("x" * 17).run()
+    at.segmented_control(key="mh_mode").set_value("cross").run()
+    at.text_input(key="mh_sentence").set_value("fine words").run()
+    at.text_input(key="mh_source").set_value("x" * 17).run()
     assert any("word 1 of the second sentence is longer than 16" in w.value for w in at.warning)
 
 
@@ -102,3 +103,40 @@ def test_the_seed_redraws_embeddings_and_weights(open_page):
     at.run()
     assert_clean(at)
     assert at.get("vega_lite_chart")[0].proto.datasets[0].data.data != before
+
+
+def open_link(params: dict) -> AppTest:
+    """A fresh session opened from a copied link: only the query parameters travel."""
+    at = AppTest.from_file(APP, default_timeout=120)
+    for key, value in params.items():
+        at.query_params[key] = value
+    at.switch_page(PAGE)
+    return at.run()
+
+
+def test_sentences_mode_and_heads_travel_in_the_link(open_page):
+    at = open_page(PAGE)
+    at.select_slider(key="mh_d_model").set_value(24).run()
+    at.radio(key="mh_heads").set_value(6).run()
+    at.segmented_control(key="mh_mode").set_value("cross").run()
+    at.text_input(key="mh_sentence").set_value("a dog runs home fast").run()
+    at.text_input(key="mh_source").set_value("un chien court").run()
+    assert_clean(at)
+    params = dict(at.query_params)
+    assert params["mh_sentence"] == "a dog runs home fast" and params["mh_source"] == "un chien court"
+    again = open_link(params)
+    assert_clean(again)
+    assert again.text_input(key="mh_sentence").value == "a dog runs home fast"
+    assert again.text_input(key="mh_source").value == "un chien court"
+    assert again.segmented_control(key="mh_mode").value == "cross"
+    assert (again.select_slider(key="mh_d_model").value, again.radio(key="mh_heads").value) == (24, 6)
+    assert maps_caption(again).startswith("5 queries × 3 keys per head")
+    assert again.table[0].value.equals(at.table[0].value)
+
+
+def test_a_link_with_heads_that_do_not_divide_d_model_falls_back_to_the_default():
+    at = open_link({"mh_d_model": "24", "mh_heads": "5"})
+    assert_clean(at)
+    assert at.radio(key="mh_heads").value == 4
+    assert at.query_params["mh_heads"] == "4"  # the address now shows what the page shows
+    assert any("mh_heads" in toast.value for toast in at.toast)

@@ -132,12 +132,22 @@ def test_parameter_count_is_the_same_for_every_h(d_model):
     assert tuple(sweep["heads"]) == T.divisors(d_model)
     assert (sweep["parameters"] == 4 * (d_model**2 + d_model)).all()
     assert (sweep["heads"] * sweep["d_k"] == d_model).all()
-    assert (sweep["score MACs per pair"] == d_model).all()
+    assert (sweep["macs_per_pair"] == d_model).all()
 
 
 def test_references_compute_d_k_and_counts_from_real_modules():
-    ref = T.references().set_index("quantity")
-    assert ref.loc["d_k = d_model / h"].tolist() == ["64", "128"]
-    assert ref.loc["attention parameters per layer", "BERT-base"] == f"{4 * (768**2 + 768):,}"
-    assert ref.loc["attention parameters per layer", "GPT-3 175B"] == f"{4 * (12288**2 + 12288):,}"
-    assert ref.loc["same count for every h"].str.startswith("yes").all()
+    ref = T.references().set_index("model")
+    assert ref["d_k"].tolist() == [64, 128]
+    assert ref.loc["BERT-base", "parameters"] == 4 * (768**2 + 768)
+    assert ref.loc["GPT-3 175B", "parameters"] == 4 * (12288**2 + 12288)
+    assert ref["same_count"].all()
+    assert ref["n_divisors"].tolist() == [len(T.divisors(768)), len(T.divisors(12288))]
+
+
+def test_shapes_name_every_step_by_an_identifier():
+    self_attn = T.forward_tables(SENTENCE, None, 16, 4, 0)["shapes"]
+    steps = ["input_q", "input_kv", "project", "project", "project", "split", "split", "attend", "attend"]
+    assert self_attn["step"].tolist() == [*steps, "concat", "mix"]
+    assert self_attn.set_index("tensor")["shape"]["K = X W_k"] == "(10, 16)"
+    cross = T.forward_tables(SENTENCE, T.parse_tokens("le chat dort"), 16, 4, 0)["shapes"].set_index("step")
+    assert cross.loc["input_kv", "tensor"] == "Y" and cross.loc["input_kv", "shape"] == "(3, 16)"
