@@ -35,6 +35,11 @@ Memory budget: naive methods hold SCORE_COPIES[method] score matrices at once (m
 in the softmax dtype: fp32 for half inputs). An entry whose estimate exceeds memory_budget_mb is
 not run but reported with status "skipped: ..."; an entry that raises (out of memory, a kernel
 rejecting a shape) is reported with status "error: ...". Neither stops the run.
+
+Time limit: with time_limit_s set, a sequence length is started only while the run has taken less
+than that; once it is passed, every remaining (larger) n is reported with a status starting with
+TIME_LIMIT_STATUS instead of being run. The smallest n always runs. The bound is checked between
+sizes: a size already started finishes, so a run may overshoot the limit by up to one size's duration.
 """
 
 from __future__ import annotations
@@ -92,6 +97,7 @@ ROW_FIELDS = (
 )
 
 Progress = Callable[[int, int, str], None]
+TIME_LIMIT_STATUS = "skipped: time limit"  # how a row skipped for the time limit begins
 
 
 def default_methods(device: str) -> tuple[str, ...]:
@@ -117,6 +123,7 @@ class BenchConfig:
     block_q: int = 512  # fastest on a 2-core CPU; tiled_attention's own default is 64
     block_k: int = 512
     seed: int = 0
+    time_limit_s: float | None = None  # None: no limit; else skip the remaining n once this has passed
 
     def __post_init__(self):
         # Frozen: validated and normalised once, so a bad config never reaches a measurement.
@@ -132,6 +139,7 @@ class BenchConfig:
         if not isinstance(self.causal, bool):
             raise ValueError(f"causal must be a bool, got {self.causal!r}")
         set_(self, "memory_budget_mb", check_positive("memory_budget_mb", self.memory_budget_mb))
+        set_(self, "time_limit_s", check_positive("time_limit_s", self.time_limit_s, allow_none=True))
         set_(self, "methods", _check_methods(self.methods, self.device))
 
 
@@ -365,20 +373,32 @@ def _entry(config: BenchConfig, method: str, qkv: tuple[torch.Tensor, ...]) -> d
     return row
 
 
+def _out_of_time(config: BenchConfig, method: str, n: int, elapsed: float) -> dict:
+    """The row of an entry not run because the time limit had passed."""
+    itemsize = DTYPES[config.dtype].itemsize
+    row = _base_row(config, method, n, 3 * config.batch * config.heads * n * config.d * itemsize)
+    row["status"] = f"{TIME_LIMIT_STATUS} of {config.time_limit_s:g} s passed ({elapsed:.1f} s spent on smaller n)"
+    return row
+
+
 def run_benchmark(config: BenchConfig, progress: Progress | None = None) -> list[dict]:
     """One row (keys ROW_FIELDS) per (n, method), in that order; never raises for one entry.
 
     progress(done, total, label) is called before each entry, label naming it, and once at the end
-    with done == total: enough to drive a progress bar.
+    with done == total: enough to drive a progress bar. With config.time_limit_s, the sizes after the
+    first that would start once the limit has passed are skipped (status TIME_LIMIT_STATUS ...).
     """
     rows, total = [], len(config.ns) * len(config.methods)
+    limit, start = config.time_limit_s, time.perf_counter()
     with memory_budget(config.memory_budget_mb):  # the library's own guard agrees with the skips
-        for n in config.ns:
-            qkv = _inputs(config, n)
+        for i, n in enumerate(config.ns):
+            elapsed = time.perf_counter() - start
+            late = i > 0 and limit is not None and elapsed > limit
+            qkv = None if late else _inputs(config, n)
             for method in config.methods:
                 if progress is not None:
                     progress(len(rows), total, f"{method} n={n}")
-                rows.append(_entry(config, method, qkv))
+                rows.append(_out_of_time(config, method, n, elapsed) if late else _entry(config, method, qkv))
             del qkv  # free this n's inputs before the next, larger ones
     if progress is not None:
         progress(total, total, "done")
@@ -495,6 +515,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--block-q", type=int, default=dflt.block_q, help="tiled query block")
     p.add_argument("--block-k", type=int, default=dflt.block_k, help="tiled key block")
     p.add_argument("--seed", type=int, default=dflt.seed)
+    p.add_argument(
+        "--time-limit-s", type=float, default=None, help="skip the remaining n once the run has taken this long"
+    )
     p.add_argument("--csv", metavar="PATH", help="write the rows as CSV")
     p.add_argument("--json", metavar="PATH", help="write the rows and the header as JSON")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
@@ -519,6 +542,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             block_q=args.block_q,
             block_k=args.block_k,
             seed=args.seed,
+            time_limit_s=args.time_limit_s,
         )
     except ValueError as exc:
         _parser().error(str(exc))

@@ -5,45 +5,77 @@ import pandas as pd
 import streamlit as st
 
 from attn_core.charts import scaling as charts
+from attn_core.charts.common import to_spec
 from attn_core.tables import scaling as tables
-from ui.frame import formula, friendly_errors, header, notice, predict_first, seed
+from ui import state as controls
+from ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed
+from ui.i18n import t, td, tl
 
 # recorded runs; the variable lets a test point the page at a folder of its own
 BENCHMARKS = Path(os.environ.get("ATTN_BENCHMARKS_DIR") or Path(__file__).resolve().parents[1] / "benchmarks")
 DEVICE = tables.live_device()
 LIVE, RECORDED = "live", "recorded"  # the `source` of the points: solid and dashed lines
-LABELS = tables.METHOD_LABELS
-
+FORM_KEYS = (
+    "bench_max_n",
+    "bench_d",
+    "bench_heads",
+    "bench_block",
+    "bench_budget_mb",
+    "bench_time_limit",
+    "bench_causal",
+)
+# A link that carries the form's settings fills the form in but measures nothing until "Run benchmark" is
+# pressed: a shared max n = 8192 would otherwise keep every student's first view busy for a minute.
+WAITING = "_bench_waiting_for_submit"
+TIME_COLUMNS = ["source", "method", "n", "time_ms", "time_p10", "time_p90"]
+MEMORY_COLUMNS = ["source", "method", "n", "peak_mib", "scores_mib"]
 
 recorded_runs = st.cache_data(max_entries=8)(tables.recorded_runs)
 fits = st.cache_data(max_entries=32)(tables.slopes)
 slope_summary = st.cache_data(max_entries=32)(tables.slope_summary)
+names = td("scaling.methods")
+sources = td("scaling.sources")
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def measure(method, max_n, d, heads, causal, block, budget_mb, seed, device):
-    """One method's live rows. Its progress bar is made and emptied in here: a cache hit replays an empty slot."""
-    bar = st.progress(0.0, text=f"Benchmarking {LABELS[method]} …")
+def measure(method, max_n, d, heads, causal, block, budget_mb, time_limit_s, seed, device, _say):
+    """One method's live rows. Its progress bar is made and emptied in here: a cache hit replays an empty slot.
 
-    def progress(done, total, label):
-        bar.progress(done / total, text=f"Benchmarking {LABELS[method]}: {label} ({done}/{total})")
+    _say(done, total, entry) words the bar (not part of the cache key: the rows do not depend on the language).
+    """
+    bar = st.progress(0.0, text=_say(0, 1, ""))
 
-    rows = tables.run_method(method, max_n, d, heads, causal, block, budget_mb, seed, device, progress)
+    def progress(done, total, entry):
+        bar.progress(done / total, text=_say(done, total, entry))
+
+    rows = tables.run_method(
+        method, max_n, d, heads, causal, block, budget_mb, seed, device, progress, time_limit_s=time_limit_s
+    )
     bar.empty()
     return rows
 
 
+def progress_text(method: str):
+    def say(done: int, total: int, entry: str) -> str:
+        if not entry:
+            return t("scaling.progress.start", method=names[method])
+        return t("scaling.progress.step", method=names[method], entry=entry, done=done, total=total)
+
+    return say
+
+
 @st.cache_data(max_entries=32, show_spinner=False)
-def chart_specs(pts, log):
-    """Both charts as Vega-Lite specs. Cached by the points and the axes: building and validating an
-    altair chart takes tens of ms, most of a rerun, so hiding a method or flipping the axes back is instant."""
+def chart_specs(pts, log, time_text, memory_text, names, sources):
+    """Both charts as Vega-Lite specs. Cached by the points, the axes and the words: building and validating
+    an altair chart takes tens of ms, most of a rerun, so hiding a method or flipping the axes back is instant."""
     fitted = fits(pts)
     time_chart = charts.scaling_chart(
         pts,
         tables.guide_lines(pts, "time_ms", LIVE),
         value="time_ms",
-        y_title="median time, ms",
-        title="Time against n (bars: p10–p90 of the timed calls)",
+        text=time_text,
+        names=names,
+        sources=sources,
         slopes=tables.legend_slopes(fitted, "time_slope", LIVE),
         log=log,
         band=("time_p10", "time_p90"),
@@ -52,82 +84,121 @@ def chart_specs(pts, log):
         pts,
         tables.guide_lines(pts, "peak_mib", LIVE),
         value="peak_mib",
-        y_title="peak memory, MiB",
-        title="Peak memory against n (above the inputs)",
+        text=memory_text,
+        names=names,
+        sources=sources,
         slopes=tables.legend_slopes(fitted, "memory_slope", LIVE),
         log=log,
         theory=tables.score_matrix_line(pts, LIVE),
-        theory_label="one n×n score matrix",
     )
     # validated in tests/core/test_tables_scaling.py; here it would add ~25 ms to every miss
-    return time_chart.to_dict(validate=False), memory_chart.to_dict(validate=False)
+    return to_spec(time_chart, validate=False), to_spec(memory_chart, validate=False)
 
 
-header(
-    "Memory and time scaling",
-    "Time every attention path and measure its peak memory as the sequence grows: naive attention stores the "
-    "n × n score matrix, the tiled algorithm never does.",
-)
-predict_first(
-    "n doubles from 512 to 1024. By what factor grows the peak memory of naive attention? Of tiled attention? "
-    "And their running times?",
-    "Naive memory grows **×4**: it holds three n × n fp32 matrices at once (logits, their exponentials, the weights), "
-    "3 · 4 · H · n² bytes, 12 MiB → 48 MiB at H = 4. Tiled memory grows about **×2**: only arrays of n × d and a few "
-    "fixed tiles. Time grows about ×4 for both, since both do 4n²d FLOPs: tiling saves memory, not arithmetic "
-    "(at small n a CPU's fixed overheads pull the measured time slopes below 2).",
-)
+def recorded_section(runs, readable):
+    with friendly_errors(t("scaling.sections.recorded")):
+        st.subheader(t("scaling.recorded_heading"))
+        st.caption(
+            (t("scaling.recorded_pick") if readable else t("scaling.recorded_none")) + t("scaling.recorded_where")
+        )
+        if readable:
+            st.dataframe(tables.recorded_listing(readable, td("scaling.listing")), hide_index=True, width="stretch")
+        for bad in (r for r in runs if "error" in r):
+            st.warning(
+                t("scaling.unreadable", name=Path(bad["path"]).name, error=bad["error"]), icon=":material/warning:"
+            )
+        if not any(r["gpu"] for r in readable):
+            command = (
+                "python -m attn_core.bench --device cuda --n 512 1024 2048 4096 8192 --csv benchmarks/gpu_attention.csv"
+            )
+            st.info(t("scaling.no_gpu_runs", command=command), icon=":material/memory:")
+
+
+if WAITING not in st.session_state:  # first visit of this session: read before the controls publish
+    st.session_state[WAITING] = any(key in st.query_params for key in FORM_KEYS)
+
+header(t("scaling.title"), t("scaling.lede"))
+predict_first(t("scaling.question"), t("scaling.answer"))
 
 runs = recorded_runs(tables.recorded_files(BENCHMARKS))
 readable = [r for r in runs if "error" not in r]
 with st.container(border=True):
     with st.form("scaling_run", border=False):
-        c1, c2, c3, c4, c5, c6 = st.columns([3, 2, 2, 2, 3, 3], vertical_alignment="bottom")
-        max_n = c1.select_slider("max n", options=list(tables.MAX_N_OPTIONS), value=1024, key="max_n")
-        d = c2.select_slider("head dim d", options=[16, 32, 64, 128], value=64, key="d")
-        heads = c3.select_slider("heads H", options=[1, 2, 4, 8], value=4, key="heads")
-        block = c4.select_slider("tile size b", options=[32, 64, 128, 256, 512], value=64, key="block")
-        budgets = tables.budget_options()
-        budget_mb = c5.select_slider(
-            "naive budget, MiB",
-            options=budgets,
-            value=max([b for b in budgets if b <= 256] or budgets[:1]),
-            key="budget_mb",
-            help="A naive entry needing more than this for its n × n score copies is skipped, not run. "
-            f"The app's own memory budget, {budgets[-1]:g} MiB here, caps it.",
+        c1, c2, c3, c4 = st.columns([3, 2, 2, 2], vertical_alignment="bottom")
+        max_n = controls.select_slider(
+            t("scaling.controls.max_n"), list(tables.MAX_N_OPTIONS), 1024, key="bench_max_n", where=c1
         )
-        causal = c6.checkbox("causal", key="causal", help="Tiled, SDPA and Triton skip the hidden upper triangle.")
-        c6.form_submit_button("Run benchmark", type="primary", icon=":material/play_arrow:")
+        d = controls.select_slider(t("scaling.controls.d"), [16, 32, 64, 128], 64, key="bench_d", where=c2)
+        heads = controls.select_slider(t("scaling.controls.heads"), [1, 2, 4, 8], 4, key="bench_heads", where=c3)
+        block = controls.select_slider(
+            t("scaling.controls.block"), [32, 64, 128, 256, 512], 64, key="bench_block", where=c4
+        )
+        c5, c6, c7, c8 = st.columns([3, 3, 2, 2], vertical_alignment="bottom")
+        budgets = tables.budget_options()
+        budget_mb = controls.select_slider(
+            t("scaling.controls.budget"),
+            budgets,
+            max([b for b in budgets if b <= 256] or budgets[:1]),
+            key="bench_budget_mb",
+            where=c5,
+            help=t("scaling.controls.budget_help", limit=budgets[-1]),
+        )
+        time_limit_s = controls.slider(
+            t("scaling.controls.time_limit"),
+            5,
+            120,
+            20,
+            5,
+            key="bench_time_limit",
+            where=c6,
+            help=t("scaling.controls.time_limit_help"),
+        )
+        causal = controls.toggle(
+            t("scaling.controls.causal"), False, key="bench_causal", where=c7, help=t("scaling.controls.causal_help")
+        )
+        if c8.form_submit_button(
+            t("scaling.controls.run"), type="primary", icon=":material/play_arrow:", key="bench_run"
+        ):
+            st.session_state[WAITING] = False
     m1, m2, m3 = st.columns([5, 2, 4], vertical_alignment="bottom")
-    methods = m1.multiselect(
-        "methods",
+    methods = controls.multiselect(
+        t("scaling.controls.methods"),
         tables.method_options(),
-        default=tables.shown_by_default(DEVICE),
-        format_func=LABELS.get,
-        key="methods",
-        help="Each method is measured once per setting and cached: hiding or showing one is instant.",
+        tables.shown_by_default(DEVICE),
+        key="bench_methods",
+        where=m1,
+        format_func=names.get,
+        help=t("scaling.controls.methods_help"),
     )
-    log = m2.toggle(
-        "log-log axes", value=True, key="log_axes", help="Off: linear axes, where n² bends and n stays straight."
+    log = controls.toggle(
+        t("scaling.controls.log"), True, key="bench_log_axes", where=m2, help=t("scaling.controls.log_help")
     )
     choices = ["none"] + [r["label"] for r in readable]
+    shown = {c: c for c in choices} | {"none": t("scaling.controls.none")}
     mine = next((i + 1 for i, r in enumerate(readable) if r["gpu"] == (DEVICE == "cuda")), 0)
-    overlay = m3.selectbox(
-        "recorded run drawn beside the live one", choices, index=mine, key="recorded", disabled=not readable
+    overlay = controls.selectbox(
+        t("scaling.controls.recorded"),
+        choices,
+        choices[mine],
+        key="bench_recorded",
+        where=m3,
+        format_func=shown.get,
+        disabled=not readable,
     )
-    st.caption(
-        f"n = 128, 256, …, max n; {tables.REPEATS} timed calls per entry after {tables.WARMUP} warm-up, batch 1, "
-        "fp32, forward only. Large n takes long on a CPU (max n = 8192: about a minute): hence the button."
-    )
+    st.caption(t("scaling.sizes_caption", repeats=tables.REPEATS, warmup=tables.WARMUP))
 
-if not methods:
-    st.info("Choose at least one method to measure.", icon=":material/info:")
+if st.session_state[WAITING] or not methods:
+    st.info(t("scaling.waiting") if st.session_state[WAITING] else t("scaling.no_methods"), icon=":material/info:")
+    recorded_section(runs, readable)
     st.stop()
 
 rows = pts = None
-with friendly_errors("The benchmark"):
-    config = tables.live_config(methods, max_n, d, heads, causal, block, budget_mb, seed(), DEVICE)
-    args = (max_n, d, heads, causal, block, budget_mb, seed(), DEVICE)
-    rows = pd.concat([measure(m, *args) for m in methods], ignore_index=True)
+with friendly_errors(t("scaling.sections.benchmark")):
+    setting = (max_n, d, heads, causal, block, budget_mb)
+    config = tables.live_config(methods, *setting, seed(), DEVICE, time_limit_s)
+    rows = pd.concat(
+        [measure(m, *setting, time_limit_s, seed(), DEVICE, progress_text(m)) for m in methods], ignore_index=True
+    )
     chosen = next((r for r in readable if r["label"] == overlay), None)
     recorded_rows = chosen["rows"][chosen["rows"].method.isin(methods)] if chosen else None
     pts = pd.concat(
@@ -135,82 +206,62 @@ with friendly_errors("The benchmark"):
         ignore_index=True,
     )
 if pts is None:
+    recorded_section(runs, readable)
     st.stop()
 
-left, right = st.columns([3, 2])
-with left, friendly_errors("The charts"):
-    if pts.empty:
-        st.warning("No entry could be measured: see the table of skipped entries below.", icon=":material/warning:")
-    else:
-        time_spec, memory_spec = chart_specs(pts, log)
-        st.vega_lite_chart(time_spec, width="stretch")
-        st.vega_lite_chart(memory_spec, width="stretch")
-        st.caption(
-            f"Live run (solid): {tables.describe(config)}. "
-            + (f"Recorded run (dashed): {chosen['label']}, {chosen['setup']}. " if chosen else "")
-            + f"Slopes: least-squares fit of log y on log n over the {tables.FIT_POINTS} largest n of each line. "
-            "Grey lines: slope 2 and slope 1 through the lowest live point at the largest n. Times jitter on a busy "
-            "shared CPU; the memory figures are exact allocator bytes."
-        )
+late = tables.out_of_time(rows)
+if late:
+    which = ", ".join(t("scaling.time_limit_which", method=names[m], n=n) for m, n in late.items())
+    st.warning(t("scaling.time_limit_hit", limit=time_limit_s, which=which), icon=":material/timer_off:")
 
-with left, friendly_errors("The slope table"):
-    summary = slope_summary(fits(pts))
-    st.markdown("**Fitted log-log slopes**: the exponent p in y ∝ nᵖ (naive memory ≈ 2, tiled memory ≈ 1)")
+left, right = st.columns([3, 2])
+with left, friendly_errors(t("scaling.sections.charts")):
+    if pts.empty:
+        st.warning(t("scaling.nothing_measured"), icon=":material/warning:")
+    else:
+        axes = td("scaling.charts.axes")
+        time_text = axes | td("scaling.charts.time")
+        memory_text = axes | td("scaling.charts.memory")
+        time_spec, memory_spec = chart_specs(pts, log, time_text, memory_text, names, sources)
+        chart(time_spec, pts[TIME_COLUMNS], "scaling_time")
+        chart(memory_spec, pts[MEMORY_COLUMNS], "scaling_memory")
+        causal_word = t("scaling.causal_yes") if config.causal else t("scaling.causal_no")
+        what = t("scaling.describe", **(tables.describe_fields(config) | {"causal": causal_word}))
+        parts = [t("scaling.caption.live", what=what)]
+        if chosen:
+            parts.append(t("scaling.caption.recorded", label=chosen["label"], setup=chosen["setup"]))
+        parts.append(t("scaling.caption.fit", points=tables.FIT_POINTS))
+        st.caption("".join(parts))
+
+with left, friendly_errors(t("scaling.sections.slopes")):
+    summary = slope_summary(fits(pts), sources, names, td("scaling.quantities"), t("scaling.results.method"))
+    st.markdown(t("scaling.slopes_heading"))
     st.dataframe(
         summary, width="stretch", column_config={c: st.column_config.NumberColumn(format="%.2f") for c in summary}
     )
 
 with right:
-    formula(
-        r"M_\text{naive} = 3 \cdot 4\,B H n^2\ \text{bytes}",
-        "O(n²): logits, their exponentials and the weights, three n × n fp32 arrays alive at once",
-    )
-    formula(
-        r"M_\text{tiled} = O\big(B H\,(n d + b^2)\big)", "O(n) at a fixed tile b: n × d arrays plus a few b × b tiles"
-    )
-    formula(r"\text{FLOPs} = 4\,B H n^2 d", "q kᵀ and p v: 2n²d each, for every method (causal: half)")
-    formula(r"y \propto n^{p} \iff \log y = p \log n + c", "the slope p on log-log axes is the exponent")
-    notice(
-        [
-            "Naive memory runs parallel to the slope-2 guide and sits 3× above the dashed score-matrix line.",
-            "Tiled and SDPA memory follow the slope-1 guide: no n × n array ever exists; a smaller tile b makes "
-            "the tiled line straighter at small n.",
-            "Every method's time grows towards slope 2 (4n²d FLOPs each): tiling saves memory, not arithmetic.",
-            "Raise max n past the memory budget and naive entries are skipped, not run: the wall that FlashAttention "
-            "removes.",
-        ]
-    )
+    formula(r"M_\text{naive} = 3 \cdot 4\,B H n^2\ \text{bytes}", t("scaling.formulas.naive"))
+    formula(r"M_\text{tiled} = O\big(B H\,(n d + b^2)\big)", t("scaling.formulas.tiled"))
+    formula(r"\text{FLOPs} = 4\,B H n^2 d", t("scaling.formulas.flops"))
+    formula(r"y \propto n^{p} \iff \log y = p \log n + c", t("scaling.formulas.slope"))
+    notice(tl("scaling.notice"))
 
-with friendly_errors("The measurements"):
-    skipped = tables.not_measured(rows)
+with friendly_errors(t("scaling.sections.measurements")):
+    skipped = tables.not_measured(rows, names, td("scaling.not_measured"))
     if not skipped.empty:
-        st.markdown("**Not measured**: skipped before running, so nothing crashed")
+        st.markdown(t("scaling.not_measured_heading"))
         st.dataframe(skipped, hide_index=True, width="stretch")
-    with st.expander(f"All live measurements ({len(rows)} entries)"):
-        st.dataframe(tables.results_table(rows), hide_index=True, width="stretch")
+    with st.expander(t("scaling.all_results", n=len(rows))):
+        st.dataframe(tables.results_table(rows, names, td("scaling.results")), hide_index=True, width="stretch")
     st.download_button(
-        "Download the live results (CSV)",
+        t("scaling.download"),
         tables.results_csv(rows, config),
         file_name=f"scaling_{DEVICE}_n{max_n}_d{d}_h{heads}.csv",
         mime="text/csv",
+        key="bench_results_csv",
         on_click="ignore",
         icon=":material/download:",
     )
 
-with friendly_errors("The recorded runs"):
-    st.subheader("Recorded runs in benchmarks/")
-    st.caption(
-        ("Pick one above to draw it dashed beside the live run. " if readable else "No recorded runs yet. ")
-        + "Every CSV in benchmarks/ written by attn_core.bench (or downloaded from this page) appears here."
-    )
-    if readable:
-        st.dataframe(tables.recorded_listing(readable), hide_index=True, width="stretch")
-    for bad in (r for r in runs if "error" in r):
-        st.warning(f"{Path(bad['path']).name} could not be read: {bad['error']}", icon=":material/warning:")
-    if not any(r["gpu"] for r in readable):
-        st.info(
-            "No recorded GPU results yet. On a machine with a CUDA GPU, run\n\n"
-            "`python -m attn_core.bench --device cuda --n 512 1024 2048 4096 8192 --csv benchmarks/gpu_attention.csv`"
-            "\n\nand the run appears here, labelled with its GPU and date, ready to draw beside the live one.",
-            icon=":material/memory:",
-        )
+recorded_section(runs, readable)

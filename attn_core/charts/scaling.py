@@ -2,17 +2,20 @@
 
 Channels are typed objects (alt.Detail(...), not "field:N") and layers few: a shorthand string costs
 altair a schema lookup of ~10 ms, and every layer is validated again when the chart is drawn.
+Every title and label comes from the page (in the viewer's language): `text`, `names` (method key ->
+legend label) and `sources` (run key -> legend label); the data keeps the English keys.
 """
 
 from __future__ import annotations
 
+import json
 import math
+from collections.abc import Mapping
 
 import altair as alt
 import pandas as pd
 
 from attn_core.charts.common import HEIGHT
-from attn_core.tables.scaling import METHOD_LABELS
 
 # One colour per method on every chart (colour-blind-safe Dark2), whatever subset is shown.
 METHOD_COLORS = {
@@ -27,9 +30,15 @@ THEORY_COLOR = "#222222"
 THEORY = "theory"  # the `guide` name of the score-matrix line among the reference lines
 
 
-def _series(method: str, slope: float | None) -> str:
-    label = METHOD_LABELS.get(method, method)
+def _series(method: str, slope: float | None, names: Mapping[str, str]) -> str:
+    label = names.get(method, method)
     return label if slope is None or math.isnan(slope) else f"{label}: {slope:.2f}"
+
+
+def _relabel(names: Mapping[str, str]) -> str:
+    """A legend labelExpr showing names[key] for each key (the key itself when it has no name)."""
+    cases = " : ".join(f"datum.label === {json.dumps(k)} ? {json.dumps(v)}" for k, v in names.items())
+    return f"{cases} : datum.label" if names else "datum.label"
 
 
 def scaling_chart(
@@ -37,42 +46,51 @@ def scaling_chart(
     guides: pd.DataFrame,
     *,
     value: str,
-    y_title: str,
-    title: str,
+    text: Mapping[str, str],
+    names: Mapping[str, str],
+    sources: Mapping[str, str],
     slopes: dict[str, float],
     log: bool = True,
     band: tuple[str, str] | None = None,
     theory: pd.DataFrame | None = None,
-    theory_label: str = "",
 ):
     """One quantity against n: a line per (method, run), guide lines, optional p10-p90 rules and theory line.
 
     pts: source, method, n and the `value` column; guides: guide, n, value; theory: n, value;
     slopes: method -> slope, written into the legend. Live runs solid, recorded ones dashed.
+    text: title, x, y, log (appended to the axis titles on log axes, e.g. " (log)"), legend (title of the
+    method legend), run (title of the run legend), theory (the name of the theory line, with `theory`).
+    names: method -> legend label; sources: pts.source value -> legend label.
     """
     methods = [m for m in METHOD_COLORS if m in set(pts.method)]
     color = alt.Color(
         "series:N",
-        title="method: fitted slope",
-        scale=alt.Scale(domain=[_series(m, slopes.get(m)) for m in methods], range=[METHOD_COLORS[m] for m in methods]),
+        title=text["legend"],
+        scale=alt.Scale(
+            domain=[_series(m, slopes.get(m), names) for m in methods], range=[METHOD_COLORS[m] for m in methods]
+        ),
         legend=alt.Legend(orient="bottom", columns=2, labelLimit=240),
     )
-    sources = list(dict.fromkeys(pts.source))
+    runs = list(dict.fromkeys(pts.source))
     dash = alt.StrokeDash(  # a legend only when runs are compared; on top, where it never runs off the side
         "source:N",
-        title="run",
-        scale=alt.Scale(domain=sources),
-        legend=alt.Legend(orient="top", symbolType="stroke", symbolStrokeWidth=2) if len(sources) > 1 else None,
+        title=text["run"],
+        scale=alt.Scale(domain=runs),
+        legend=(
+            alt.Legend(orient="top", symbolType="stroke", symbolStrokeWidth=2, labelExpr=_relabel(sources))
+            if len(runs) > 1
+            else None
+        ),
     )
     ticks = alt.Axis(values=sorted({int(n) for n in pts.n}), format="d") if log else alt.Axis(format="d")  # measured n
     x = alt.X(
         "n:Q",
         axis=ticks,
         scale=alt.Scale(type="log", base=2) if log else alt.Scale(type="linear"),
-        title="sequence length n" + (" (log)" if log else ""),
+        title=text["x"] + (text["log"] if log else ""),
     )
     y_scale = alt.Scale(type="log") if log else alt.Scale(zero=True)
-    axis_title = y_title + (" (log)" if log else "")  # short: a y title longer than the plot hides the chart title
+    axis_title = text["y"] + (text["log"] if log else "")  # short: a y title longer than the plot hides the chart title
 
     def ys(field: str) -> alt.Y:  # every layer on one y scale, under one title
         return alt.Y(f"{field}:Q", scale=y_scale, title=axis_title)
@@ -96,15 +114,17 @@ def scaling_chart(
         chart.mark_point(filled=True, size=50, opacity=1).encode(y=ys(value), color=color, tooltip=tooltip),
     ]
     if theory is not None and not theory.empty:
-        text = chart.mark_text(align="right", dx=-2, dy=-7, fontSize=11)
-        layers.insert(2, text.encode(y=ys("ref_right"), text=alt.Text("guide:N"), color=ink))
+        theory_name = chart.mark_text(align="right", dx=-2, dy=-7, fontSize=11)
+        layers.insert(2, theory_name.encode(y=ys("ref_right"), text=alt.Text("guide:N"), color=ink))
     if band is not None:
         layers.append(chart.mark_rule(opacity=0.6).encode(y=ys(band[0]), y2=alt.Y2(f"{band[1]}:Q"), color=color))
-    series = [_series(m, slopes.get(m)) for m in pts.method]
-    data = pd.concat([pts.assign(series=series), _references(guides, theory, theory_label)], ignore_index=True)
+    series = [_series(m, slopes.get(m), names) for m in pts.method]
+    data = pd.concat(
+        [pts.assign(series=series), _references(guides, theory, text.get("theory", ""))], ignore_index=True
+    )
     # Legends below keep the plot wide in a narrow column; Streamlit fits legends and title into `height`,
     # hence the extra room. Title and height go to the constructor: .properties() validates them again.
-    return alt.layer(*layers, data=data, title=title, height=HEIGHT + 150 + (50 if len(sources) > 1 else 0))
+    return alt.layer(*layers, data=data, title=text["title"], height=HEIGHT + 150 + (50 if len(runs) > 1 else 0))
 
 
 def _references(guides: pd.DataFrame, theory: pd.DataFrame | None, label: str) -> pd.DataFrame:

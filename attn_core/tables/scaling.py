@@ -1,7 +1,9 @@
 """Tables for "Memory and time scaling": benchmark rows, log-log slopes, guide lines, recorded runs.
 
 Every measurement comes from attn_core.bench (run_benchmark); this module only lays the rows out,
-fits slopes to them and reads the recorded CSVs in benchmarks/.
+fits slopes to them and reads the recorded CSVs in benchmarks/. The method and source keys in the
+DataFrames stay English identifiers; the headers and names a reader sees are arguments (`names`,
+`headers`), English by default, so a page can pass them in the viewer's language.
 """
 
 from __future__ import annotations
@@ -13,13 +15,23 @@ import io
 import json
 import math
 import shlex
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import torch
 
-from attn_core.bench import METHODS, ROW_FIELDS, BenchConfig, Progress, default_methods, hardware_info, run_benchmark
+from attn_core.bench import (
+    METHODS,
+    ROW_FIELDS,
+    TIME_LIMIT_STATUS,
+    BenchConfig,
+    Progress,
+    default_methods,
+    hardware_info,
+    run_benchmark,
+)
 from attn_core.budget import budget_bytes
 
 N_MIN = 128
@@ -35,6 +47,21 @@ METHOD_LABELS = {
 }
 MIB = 2**20
 BUDGET_STEPS_MIB = (16, 64, 256, 1024, 4096)
+# The headers of the tables a reader sees, by column key: English defaults, a page passes its own.
+NOT_MEASURED_HEADERS = {"method": "method", "n": "n", "reason": "reason"}
+RESULT_HEADERS = {
+    "method": "method",
+    "n": "n",
+    "causal": "causal",
+    "median": "median ms",
+    "spread": "p10–p90 ms",
+    "peak": "peak MiB",
+    "scores": "n×n scores MiB (theory)",
+    "ratio": "peak ÷ scores",
+    "status": "status",
+}
+LISTING_HEADERS = {"run": "run", "setup": "setup", "torch": "torch", "command": "command"}
+QUANTITIES = {"time": "time", "memory": "memory"}  # the slope table's column names: "<quantity> · <source>"
 
 
 def live_device() -> str:
@@ -66,8 +93,13 @@ def sizes(max_n: int) -> tuple[int, ...]:
     return tuple(2**i for i in range(int(math.log2(N_MIN)), int(math.log2(max_n)) + 1))
 
 
-def live_config(methods, max_n, d, heads, causal, block, budget_mb, seed, device="cpu") -> BenchConfig:
-    """The BenchConfig of one live run of the page (BenchConfig validates every field)."""
+def live_config(
+    methods, max_n, d, heads, causal, block, budget_mb, seed, device="cpu", time_limit_s=None
+) -> BenchConfig:
+    """The BenchConfig of one live run of the page (BenchConfig validates every field).
+
+    time_limit_s: once a run has taken this long, its remaining (larger) n are skipped, not run.
+    """
     return BenchConfig(
         device=device,
         ns=sizes(max_n),
@@ -81,17 +113,30 @@ def live_config(methods, max_n, d, heads, causal, block, budget_mb, seed, device
         block_q=block,
         block_k=block,
         seed=seed,
+        time_limit_s=time_limit_s,
     )
 
 
 def run_method(
-    method, max_n, d, heads, causal, block, budget_mb, seed, device="cpu", progress: Progress | None = None
+    method,
+    max_n,
+    d,
+    heads,
+    causal,
+    block,
+    budget_mb,
+    seed,
+    device="cpu",
+    progress: Progress | None = None,
+    time_limit_s: float | None = None,
 ) -> pd.DataFrame:
     """One method of the live run at every n, as a DataFrame with the harness's ROW_FIELDS columns.
 
-    One method per call so that a page can cache each method apart: hiding one costs nothing.
+    One method per call so that a page can cache each method apart: hiding one costs nothing. The time
+    limit therefore bounds each method's run: its smallest n always runs, the larger ones only while
+    the method has taken less than time_limit_s.
     """
-    config = live_config([method], max_n, d, heads, causal, block, budget_mb, seed, device)
+    config = live_config([method], max_n, d, heads, causal, block, budget_mb, seed, device, time_limit_s)
     return pd.DataFrame(run_benchmark(config, progress), columns=list(ROW_FIELDS))
 
 
@@ -112,40 +157,63 @@ def points(rows: pd.DataFrame, source: str) -> pd.DataFrame:
     )
 
 
-def not_measured(rows: pd.DataFrame) -> pd.DataFrame:
-    """Entries the harness skipped (over the memory budget, no GPU) or that failed, with the reason."""
+def not_measured(
+    rows: pd.DataFrame, names: Mapping[str, str] = METHOD_LABELS, headers: Mapping[str, str] = NOT_MEASURED_HEADERS
+) -> pd.DataFrame:
+    """Entries the harness skipped (over the memory budget or the time limit, no GPU) or that failed, with
+    the harness's reason. headers: method, n, reason."""
     bad = rows[rows.status != "ok"]
-    return pd.DataFrame({"method": bad.method.map(METHOD_LABELS), "n": bad.n, "reason": bad.status}).reset_index(
-        drop=True
-    )
+    table = pd.DataFrame({"method": bad.method.map(names), "n": bad.n, "reason": bad.status})
+    return table.rename(columns=headers).reset_index(drop=True)
 
 
-def results_table(rows: pd.DataFrame) -> pd.DataFrame:
-    """Time, measured peak memory beside one n x n score matrix, and their ratio, per entry."""
+def out_of_time(rows: pd.DataFrame) -> dict[str, int]:
+    """method -> the smallest n skipped because the time limit had passed (methods that hit it only)."""
+    late = rows[rows.status.astype(str).str.startswith(TIME_LIMIT_STATUS)]
+    return {m: int(g.n.min()) for m, g in late.groupby("method", sort=False)}
+
+
+def results_table(
+    rows: pd.DataFrame, names: Mapping[str, str] = METHOD_LABELS, headers: Mapping[str, str] = RESULT_HEADERS
+) -> pd.DataFrame:
+    """Time, measured peak memory beside one n x n score matrix, and their ratio, per entry.
+
+    headers: method, n, causal, median, spread, peak, scores, ratio, status.
+    """
     peak = rows.peak_mem_bytes.astype(float) / MIB
     scores = rows.theory_scores_bytes.astype(float) / MIB
-    return pd.DataFrame(
+    table = pd.DataFrame(
         {
-            "method": rows.method.map(METHOD_LABELS),
+            "method": rows.method.map(names),
             "n": rows.n,
             "causal": rows.causal.astype(bool),
-            "median ms": rows.time_ms_median.astype(float),
-            "p10–p90 ms": [_span(a, b) for a, b in zip(rows.time_ms_p10, rows.time_ms_p90, strict=True)],
-            "peak MiB": peak,
-            "n×n scores MiB (theory)": scores,
-            "peak ÷ scores": peak / scores,
+            "median": rows.time_ms_median.astype(float),
+            "spread": [_span(a, b) for a, b in zip(rows.time_ms_p10, rows.time_ms_p90, strict=True)],
+            "peak": peak,
+            "scores": scores,
+            "ratio": peak / scores,
             "status": rows.status,
         }
-    ).reset_index(drop=True)
-
-
-def describe(config: BenchConfig) -> str:
-    """One line that says what a live run measured, so a screenshot explains itself."""
-    return (
-        f"n = {config.ns[0]} … {config.ns[-1]}, d = {config.d}, H = {config.heads}, batch {config.batch}, "
-        f"{config.dtype}, tile b = {config.block_q}, {'causal' if config.causal else 'not causal'}, "
-        f"naive budget {config.memory_budget_mb:g} MiB, seed {config.seed}, on {config.device}"
     )
+    return table.rename(columns=headers).reset_index(drop=True)
+
+
+def describe_fields(config: BenchConfig) -> dict:
+    """What a live run measured, as the fields of the page's one-line description (so a screenshot
+    explains itself): lo, hi, d, heads, batch, dtype, block, causal (bool), budget, seed, device."""
+    return {
+        "lo": config.ns[0],
+        "hi": config.ns[-1],
+        "d": config.d,
+        "heads": config.heads,
+        "batch": config.batch,
+        "dtype": config.dtype,
+        "block": config.block_q,
+        "causal": config.causal,
+        "budget": config.memory_budget_mb,
+        "seed": config.seed,
+        "device": config.device,
+    }
 
 
 def _span(lo, hi) -> str:
@@ -192,10 +260,18 @@ def slopes(pts: pd.DataFrame, last: int = FIT_POINTS) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=cols)
 
 
-def slope_summary(slope_df: pd.DataFrame, short: dict[str, str] | None = None) -> pd.DataFrame:
-    """One row per method, one column per (quantity, source): the slope table a reader compares.
+def slope_summary(
+    slope_df: pd.DataFrame,
+    short: Mapping[str, str] | None = None,
+    names: Mapping[str, str] = METHOD_LABELS,
+    quantities: Mapping[str, str] = QUANTITIES,
+    index_name: str = "method",
+) -> pd.DataFrame:
+    """One row per method (named by `names`), one column per (quantity, source): the slope table a reader
+    compares, time columns first.
 
-    `short` renames sources in the column names, e.g. {"live run on this machine (cpu)": "live"}.
+    Columns are "<quantity> · <source>": `quantities` names time and memory, `short` renames sources,
+    e.g. {"live run on this machine (cpu)": "live"}; index_name heads the column of method names.
     """
     if slope_df.empty:
         return pd.DataFrame()
@@ -203,10 +279,11 @@ def slope_summary(slope_df: pd.DataFrame, short: dict[str, str] | None = None) -
         index="method", columns="source", values=["time_slope", "memory_slope"], sort=False, dropna=False
     )
     short = short or {}
-    wide.columns = [f"{'time' if q == 'time_slope' else 'memory'} · {short.get(s, s)}" for q, s in wide.columns]
-    wide = wide[sorted(wide.columns, key=lambda c: (not c.startswith("time"), c))]
+    keys = sorted(wide.columns, key=lambda qs: (qs[0] != "time_slope", qs[1]))  # by source key: same in any language
+    wide = wide[keys]
+    wide.columns = [f"{quantities[q.removesuffix('_slope')]} · {short.get(s, s)}" for q, s in keys]
     order = [m for m in METHOD_LABELS if m in wide.index]
-    return wide.loc[order].rename(index=METHOD_LABELS)
+    return wide.loc[order].rename(index=names).rename_axis(index_name)
 
 
 def guide_lines(pts: pd.DataFrame, column: str, anchor_source: str = "live") -> pd.DataFrame:
@@ -292,6 +369,7 @@ def bench_command(config: BenchConfig, csv_path: str | None = None) -> str:
     args += ["--methods", *config.methods, "--repeats", str(config.repeats), "--warmup", str(config.warmup)]
     args += ["--memory-budget-mb", f"{config.memory_budget_mb:g}", "--block-q", str(config.block_q)]
     args += ["--block-k", str(config.block_k), "--seed", str(config.seed)]
+    args += ["--time-limit-s", f"{config.time_limit_s:g}"] if config.time_limit_s is not None else []
     return shlex.join(args + (["--csv", csv_path] if csv_path else []))
 
 
@@ -337,9 +415,12 @@ def recorded_runs(files: tuple[tuple[str, float], ...]) -> list[dict]:
     return runs
 
 
-def recorded_listing(runs: list[dict]) -> pd.DataFrame:
-    """One row per readable recorded run: its label, sizes, torch version and the command that made it."""
-    return pd.DataFrame(
+def recorded_listing(runs: list[dict], headers: Mapping[str, str] = LISTING_HEADERS) -> pd.DataFrame:
+    """One row per readable recorded run: its label, sizes, torch version and the command that made it.
+
+    headers: run, setup, torch, command.
+    """
+    table = pd.DataFrame(
         {
             "run": [r["label"] for r in runs],
             "setup": [r["setup"] for r in runs],
@@ -347,6 +428,7 @@ def recorded_listing(runs: list[dict]) -> pd.DataFrame:
             "command": [r["header"].get("command", "") for r in runs],
         }
     )
+    return table.rename(columns=headers)
 
 
 def legend_slopes(slope_df: pd.DataFrame, column: str, prefer: str) -> dict[str, float]:

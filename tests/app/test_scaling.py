@@ -1,21 +1,27 @@
 import json
 import math
+import types
 
 import pytest
-from app_helpers import assert_clean
+from app_helpers import APP, assert_clean
+from streamlit.testing.v1 import AppTest
 
+import attn_core.bench as bench
 from attn_core.bench import ROW_FIELDS, write_csv
 
 PAGE = "views/scaling.py"
-SUBMIT = "FormSubmitter:scaling_run-Run benchmark"
-TINY = {"max_n": 512, "d": 16, "heads": 1, "block": 32}  # n = 128, 256, 512: a few milliseconds per method
+SUBMIT = "bench_run"
+# n = 128, 256, 512: a few milliseconds per method
+TINY = {"bench_max_n": 512, "bench_d": 16, "bench_heads": 1, "bench_block": 32}
 
 
 def submit(at, **controls):
     """Set the benchmark's form controls and press "Run benchmark"."""
     for key, value in controls.items():
-        if key == "causal":
-            at.checkbox(key=key).set_value(value)
+        if key == "bench_causal":
+            at.toggle(key=key).set_value(value)
+        elif key == "bench_time_limit":
+            at.slider(key=key).set_value(value)
         else:
             at.select_slider(key=key).set_value(value)
     at.button(key=SUBMIT).click().run()
@@ -76,14 +82,14 @@ def test_renders_at_defaults_with_formula_charts_and_tables(open_page):
     slopes = table(at, "memory · live")
     assert {"naive", "tiled (online softmax)", "torch SDPA"} <= set(slopes.index)
     assert at.get("download_button")  # st.download_button (an UnknownElement to AppTest)
-    recorded = at.selectbox(key="recorded").options[1:]  # the runs in benchmarks/, if any yet
+    recorded = at.selectbox(key="bench_recorded").options[1:]  # the runs in benchmarks/, if any yet
     if not any("(cuda" in run for run in recorded):
         assert any("No recorded GPU results yet" in info.value for info in at.info)
 
 
 def test_every_control_changes_and_the_page_follows(open_page, recorded):
-    at = open_page(PAGE, methods=["naive", "tiled"])
-    submit(at, **TINY, budget_mb=64, causal=True)
+    at = open_page(PAGE, bench_methods=["naive", "tiled"])
+    submit(at, **TINY, bench_budget_mb=64, bench_causal=True)
     assert "n = 128 … 512, d = 16, H = 1" in caption(at, "Live run (solid):")
     assert "tile b = 32, causal, naive budget 64 MiB" in caption(at, "Live run (solid):")
     results = table(at, "peak ÷ scores")
@@ -92,18 +98,18 @@ def test_every_control_changes_and_the_page_follows(open_page, recorded):
     assert results["n×n scores MiB (theory)"].max() == 512 * 512 * 4 / 2**20  # H = 1: one 512 x 512 fp32 matrix
 
     assert x_scale(at) == "log"
-    at.toggle(key="log_axes").set_value(False).run()
+    at.toggle(key="bench_log_axes").set_value(False).run()
     assert_clean(at)
     assert x_scale(at) == "linear"
 
-    at.multiselect(key="methods").set_value(["naive"]).run()
+    at.multiselect(key="bench_methods").set_value(["naive"]).run()
     assert_clean(at)
     assert list(table(at, "memory · live").index) == ["naive"]
 
     # on a CPU the recorded CPU run is drawn beside the live one by default, with its own slopes
-    assert at.selectbox(key="recorded").value == recorded["cpu"]
+    assert at.selectbox(key="bench_recorded").value == recorded["cpu"]
     assert table(at, "memory · recorded").loc["naive", "memory · recorded"] == pytest.approx(2.0)
-    at.selectbox(key="recorded").set_value("none").run()
+    at.selectbox(key="bench_recorded").set_value("none").run()
     assert_clean(at)
     assert all(not c.endswith("recorded") for c in table(at, "memory · live").columns)
 
@@ -114,9 +120,9 @@ def test_every_control_changes_and_the_page_follows(open_page, recorded):
 
 
 def test_naive_entries_over_the_budget_are_listed_as_skipped(open_page):
-    at = open_page(PAGE, methods=["naive", "sdpa"])
+    at = open_page(PAGE, bench_methods=["naive", "sdpa"])
     # naive holds 3 score copies: 3 * H * n^2 * 4 B = 48 MiB at n = 1024, H = 4, over a 16 MiB budget; 12 at 512
-    submit(at, max_n=1024, d=16, heads=4, block=32, budget_mb=16)
+    submit(at, bench_max_n=1024, bench_d=16, bench_heads=4, bench_block=32, bench_budget_mb=16)
     skipped = table(at, "reason")
     assert list(zip(skipped.method, skipped.n, strict=True)) == [("naive", 1024)]
     assert skipped.reason.iloc[0].startswith("skipped:") and "budget" in skipped.reason.iloc[0]
@@ -124,14 +130,14 @@ def test_naive_entries_over_the_budget_are_listed_as_skipped(open_page):
 
 
 def test_naive_memory_grows_with_slope_two_and_tiled_far_slower(open_page):
-    at = open_page(PAGE, methods=["naive", "tiled"])
-    submit(at, **TINY, budget_mb=64)
+    at = open_page(PAGE, bench_methods=["naive", "tiled"])
+    submit(at, **TINY, bench_budget_mb=64)
     memory = table(at, "memory · live")["memory · live"]
     # Naive's peak is 3 score copies a n^2 plus O(n) extras r(n) (row statistics, the n x d output) with
     # 0 <= r <= eps a n^2, eps = (d + 4) / (3 n) at the smallest fitted n = 128. Each log peak then lies within
     # log(1 + eps) above the exact line, and a least-squares slope over 3 points one octave apart moves by at
     # most log2(1 + eps).
-    tol = math.log2(1 + (TINY["d"] + 4) / (3 * 128))
+    tol = math.log2(1 + (TINY["bench_d"] + 4) / (3 * 128))
     assert abs(memory["naive"] - 2) <= tol, (memory["naive"], tol)
     # tiled holds n x d arrays and 32 x 32 tiles: about linear, nowhere near quadratic
     assert memory["tiled (online softmax)"] < 1.25
@@ -139,21 +145,21 @@ def test_naive_memory_grows_with_slope_two_and_tiled_far_slower(open_page):
 
 def test_no_method_chosen_asks_for_one(open_page):
     at = open_page(PAGE, **TINY)
-    at.multiselect(key="methods").set_value([]).run()
+    at.multiselect(key="bench_methods").set_value([]).run()
     assert_clean(at)
     assert any("at least one method" in info.value for info in at.info)
 
 
 def test_recorded_runs_are_listed_labelled_and_drawn_beside_the_live_one(open_page, recorded):
-    at = open_page(PAGE, **TINY, methods=["naive", "triton"])
+    at = open_page(PAGE, **TINY, bench_methods=["naive", "triton"])
     assert_clean(at)
-    assert at.selectbox(key="recorded").options == ["none", recorded["cpu"], recorded["gpu"]]
+    assert at.selectbox(key="bench_recorded").options == ["none", recorded["cpu"], recorded["gpu"]]
     assert list(table(at, "run")["run"]) == [recorded["cpu"], recorded["gpu"]]
     assert not any("No recorded GPU results" in info.value for info in at.info)
     assert any("broken.csv could not be read" in w.value for w in at.warning)
     # the Triton kernel cannot run on this CPU: a skipped row with the reason, and its recorded GPU line
     assert "triton" in " ".join(table(at, "reason").reason)
-    at.selectbox(key="recorded").set_value(recorded["gpu"]).run()
+    at.selectbox(key="bench_recorded").set_value(recorded["gpu"]).run()
     assert_clean(at)
     slopes = table(at, "memory · recorded")
     assert slopes.loc["naive", "memory · recorded"] == pytest.approx(2.0)
@@ -165,6 +171,70 @@ def test_without_recorded_runs_the_page_says_how_to_record_them(open_page, tmp_p
     monkeypatch.setenv("ATTN_BENCHMARKS_DIR", str(tmp_path))  # an empty folder
     at = open_page(PAGE, **TINY)
     assert_clean(at)
-    assert at.selectbox(key="recorded").options == ["none"] and at.selectbox(key="recorded").disabled
+    assert at.selectbox(key="bench_recorded").options == ["none"] and at.selectbox(key="bench_recorded").disabled
     assert any("No recorded GPU results yet" in info.value for info in at.info)
     assert len(at.get("vega_lite_chart")) == 2
+
+
+FORM = {**TINY, "bench_budget_mb": 64, "bench_time_limit": 10, "bench_causal": True}
+
+
+def open_link(params: dict) -> AppTest:
+    """A fresh session opened from a copied link (the page and its query parameters)."""
+    at = AppTest.from_file(APP, default_timeout=120)
+    for key, value in params.items():
+        at.query_params[key] = value
+    at.switch_page(PAGE)
+    return at.run()
+
+
+def form_values(at) -> dict:
+    return {
+        **{key: at.select_slider(key=key).value for key in (*TINY, "bench_budget_mb")},
+        "bench_time_limit": at.slider(key="bench_time_limit").value,
+        "bench_causal": at.toggle(key="bench_causal").value,
+    }
+
+
+def test_the_form_travels_in_the_url_and_a_link_fills_it_in_without_running(open_page):
+    at = open_page(PAGE, bench_methods=["naive", "tiled"])
+    assert form_values(at) != FORM  # the defaults differ in every control
+    at.select_slider(key="bench_max_n").set_value(512).run()  # changed, not submitted: nothing published
+    assert at.query_params["bench_max_n"] == "1024"
+    submit(at, **FORM)
+    link = dict(at.query_params)
+    assert {key: link[key] for key in FORM} == {key: str(v).lower() for key, v in FORM.items()}
+
+    again = open_link(link)  # a student opens the copied link
+    assert_clean(again)
+    assert form_values(again) == FORM
+    assert again.multiselect(key="bench_methods").value == ["naive", "tiled"]
+    # filled in, not run: no charts and no results until the button is pressed
+    assert any("Run benchmark" in info.value for info in again.info)
+    assert not again.get("vega_lite_chart") and not again.get("download_button")
+    again.button(key=SUBMIT).click().run()
+    assert_clean(again)
+    assert len(again.get("vega_lite_chart")) == 2
+    assert "n = 128 … 512, d = 16, H = 1" in caption(again, "Live run (solid):")
+    assert "tile b = 32, causal, naive budget 64 MiB" in caption(again, "Live run (solid):")
+
+
+def test_a_link_without_form_settings_runs_at_once(open_page):
+    at = open_link({"bench_methods": "sdpa", "bench_log_axes": "false"})
+    assert_clean(at)
+    assert len(at.get("vega_lite_chart")) == 2 and x_scale(at) == "linear"
+    assert not any("Run benchmark" in info.value for info in at.info)
+
+
+def test_past_the_time_limit_larger_n_are_skipped_and_reported(open_page, monkeypatch):
+    clock = iter(range(0, 10**6, 3))  # every reading of the harness's clock is 3 s after the one before
+    monkeypatch.setattr(bench, "time", types.SimpleNamespace(perf_counter=lambda: next(clock)))
+    # a seed of its own: the rows of this fake clock must not come from (or land in) another test's cache
+    at = open_page(PAGE, bench_methods=["naive"], seed=4242)
+    submit(at, **TINY, bench_time_limit=5)
+    skipped = table(at, "reason")
+    assert list(skipped.n) == [256, 512]
+    assert all(reason.startswith("skipped: time limit of 5 s passed") for reason in skipped.reason)
+    warning = next(w.value for w in at.warning if "time limit" in w.value)
+    assert "5 s per method" in warning and "naive from n = 256 skipped" in warning
+    assert len(at.get("vega_lite_chart")) == 2  # n = 128 was measured and is drawn

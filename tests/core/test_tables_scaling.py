@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from attn_core.bench import ROW_FIELDS, write_csv
+from attn_core.bench import ROW_FIELDS, TIME_LIMIT_STATUS, BenchConfig, run_benchmark, write_csv
 from attn_core.budget import memory_budget
 from attn_core.charts.scaling import scaling_chart
 from attn_core.tables import scaling as tables
@@ -149,6 +149,48 @@ def test_run_method_measures_and_skips_over_the_budget():
     assert rows.peak_mem_bytes.iloc[0] >= 3 * 128 * 128 * 4  # three score copies were alive at once
 
 
+def test_a_tiny_time_limit_runs_the_smallest_n_and_skips_the_rest():
+    # 1 µs has passed once the first size is measured: every later size is skipped, for every method, not run
+    config = BenchConfig(ns=(64, 128, 256), d=16, heads=1, repeats=1, methods=("naive", "tiled"), time_limit_s=1e-6)
+    calls = []
+    rows = run_benchmark(config, progress=lambda *a: calls.append(a))
+    assert [(r["n"], r["method"]) for r in rows] == [(n, m) for n in (64, 128, 256) for m in ("naive", "tiled")]
+    assert [r["status"] for r in rows[:2]] == ["ok", "ok"]
+    for r in rows[2:]:
+        assert r["status"].startswith(TIME_LIMIT_STATUS + " of 1e-06 s passed"), r["status"]
+        assert r["time_ms_median"] is None and r["peak_mem_bytes"] is None
+        assert r["input_bytes"] == 3 * 1 * 1 * r["n"] * 16 * 4 and r["theory_scores_bytes"] == r["n"] ** 2 * 4
+    assert [done for done, _, _ in calls] == list(range(7))  # the progress bar still reaches the end
+
+
+def test_the_page_reports_which_methods_ran_out_of_time():
+    rows = tables.run_method("naive", 512, 16, 1, False, 32, 64, 0, time_limit_s=1e-6)
+    assert list(rows.status == "ok") == [True, False, False]
+    assert tables.out_of_time(rows) == {"naive": 256}
+    assert tables.out_of_time(tables.run_method("sdpa", 256, 16, 1, False, 32, 64, 0, time_limit_s=60)) == {}
+    config = tables.live_config(["naive"], 512, 16, 1, False, 32, 64, 0, time_limit_s=2.5)
+    assert tables.bench_command(config).endswith("--seed 0 --time-limit-s 2.5")
+
+
+@pytest.mark.parametrize("limit", [0, -1.0, math.inf, "20", True])
+def test_a_bad_time_limit_names_the_field(limit):
+    with pytest.raises(ValueError, match="time_limit_s"):
+        tables.live_config(["naive"], 512, 16, 1, False, 32, 64, 0, time_limit_s=limit)
+
+
+def test_tables_take_their_headers_and_method_names_from_the_page():
+    rows = pd.DataFrame([bench_row(n=256), bench_row("tiled", n=512, status="skipped: x")], columns=list(ROW_FIELDS))
+    names = {"naive": "N", "tiled": "T"}
+    skipped = tables.not_measured(rows, names, {"method": "M", "n": "len", "reason": "why"})
+    assert skipped.to_dict("records") == [{"M": "T", "len": 512, "why": "skipped: x"}]
+    headers = dict(tables.RESULT_HEADERS, ratio="R")
+    assert list(tables.results_table(rows, names, headers).R.isna()) == [False, True]
+    fitted = tables.slopes(synthetic_points(naive=2.0, tiled=1.0))
+    summary = tables.slope_summary(fitted, {"live": "L"}, names, {"time": "t", "memory": "m"}, "which")
+    assert list(summary.columns) == ["t · L", "m · L"] and list(summary.index) == ["N", "T"]
+    assert summary.index.name == "which"
+
+
 def test_budget_options_stop_at_the_librarys_memory_budget():
     with memory_budget(300):
         assert tables.budget_options() == (16, 64, 256)
@@ -248,8 +290,17 @@ def test_the_charts_are_valid_vega_lite_with_every_layer_fed(log):
     theory = tables.score_matrix_line(pts)
     for value, extra in (("time_ms", {"band": ("time_p10", "time_p90")}), ("peak_mib", {"theory": theory})):
         slopes = tables.legend_slopes(tables.slopes(pts), "memory_slope", "live")
+        text = {"title": "t", "x": "n", "y": "y", "log": " (log)", "legend": "l", "run": "r", "theory": "one"}
         chart = scaling_chart(
-            pts, tables.guide_lines(pts, value), value=value, y_title="y", title="t", slopes=slopes, log=log, **extra
+            pts,
+            tables.guide_lines(pts, value),
+            value=value,
+            text=text,
+            names={**tables.METHOD_LABELS, "naive": "NAIVE"},
+            sources={"live": "LIVE", "recorded": "REC"},
+            slopes=slopes,
+            log=log,
+            **extra,
         )
         spec = chart.to_dict()  # raises on a spec Vega-Lite would reject
         rows = next(iter(spec["datasets"].values()))
@@ -259,4 +310,6 @@ def test_the_charts_are_valid_vega_lite_with_every_layer_fed(log):
         assert spec["layer"][0]["encoding"]["x"]["scale"]["type"] == ("log" if log else "linear")
         data_line = next(layer for layer in spec["layer"] if "strokeDash" in layer["encoding"])
         legend = data_line["encoding"]["color"]["scale"]["domain"]
-        assert legend == ["naive: 2.00", "tiled (online softmax): 1.00"]
+        assert legend == ["NAIVE: 2.00", "tiled (online softmax): 1.00"]  # the page's names, the fitted slopes
+        assert data_line["encoding"]["strokeDash"]["legend"]["labelExpr"].count('"REC"') == 1
+        assert spec["title"] == "t" and data_line["encoding"]["y"]["title"] == ("y (log)" if log else "y")
