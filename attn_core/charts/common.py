@@ -32,18 +32,22 @@ def color_scale(domain: list[str]) -> alt.Scale:
     )
 
 
+def label_expr(names: Mapping[str, str]) -> str:
+    """A Vega labelExpr showing names[key] for an axis or legend label `key` (other labels as they are)."""
+
+    def quote(text: str) -> str:
+        return json.dumps(text, ensure_ascii=False)  # a JSON string literal is a valid Vega string literal
+
+    return "".join(f"datum.label === {quote(k)} ? {quote(v)} : " for k, v in names.items()) + "datum.label"
+
+
 def named_color(field: str, names: Mapping[str, str], title: str | None = None) -> alt.Color:
     """Colour by the series keys in `field`, the legend showing `names[key]` (the viewer's language) instead.
 
     The keys keep their colours in every language; only the legend's text changes.
     """
-    label = " : ".join(f"datum.label === {json.dumps(k)} ? {json.dumps(v)}" for k, v in names.items())
-    return alt.Color(
-        f"{field}:N",
-        scale=color_scale(list(names)),
-        title=title,
-        legend=alt.Legend(labelExpr=f"{label} : datum.label" if names else "datum.label"),
-    )
+    legend = alt.Legend(labelExpr=label_expr(names))
+    return alt.Color(f"{field}:N", scale=color_scale(list(names)), title=title, legend=legend)
 
 
 def heatmap(df: pd.DataFrame, *, x: str, y: str, value: str, title: str, scheme: str = "blues", fmt: str = ".3f"):

@@ -6,27 +6,16 @@ the keys each builder lists; `variants` and `verdicts` map the keys in the table
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 
 import altair as alt
 import pandas as pd
 
-from attn_core.charts.common import HEIGHT, heatmap, named_color
+from attn_core.charts.common import HEIGHT, heatmap, label_expr, named_color
 
 HEATMAP_HEIGHT = HEIGHT + 40  # room for title and axes; the plot itself stays near square in a third of the page
 VERDICTS = ("equivariant", "broken")
 SETTING_STROKE = alt.Scale(domain=["chosen above", "other"], range=["#222222", "transparent"])
-
-
-def _label_expr(names: Mapping[str, str]) -> str:
-    """A Vega expression that shows names[key] for an axis label `key` (other labels as they are)."""
-
-    def quote(s: str) -> str:
-        return json.dumps(s, ensure_ascii=False)  # a JSON string literal is a valid Vega string literal
-
-    cases = "".join(f"datum.label === {quote(k)} ? {quote(v)} : " for k, v in names.items())
-    return cases + "datum.label"
 
 
 def weights_heatmap(df: pd.DataFrame, matrix: str, text: Mapping[str, str], vmax: float):
@@ -86,7 +75,7 @@ def variant_errors_log(
         axis=alt.Axis(format=".0e", tickCount=6),
         title=text["x"],
     )
-    y = alt.Y("variant:N", sort=list(df.variant), title=None, axis=alt.Axis(labelExpr=_label_expr(variants)))
+    y = alt.Y("variant:N", sort=list(df.variant), title=None, axis=alt.Axis(labelExpr=label_expr(variants)))
     bars = (
         alt.Chart(data)
         .mark_bar(strokeWidth=2.5)

@@ -8,14 +8,13 @@ legend label) and `sources` (run key -> legend label); the data keeps the Englis
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 
 import altair as alt
 import pandas as pd
 
-from attn_core.charts.common import HEIGHT
+from attn_core.charts.common import HEIGHT, label_expr
 
 # One colour per method on every chart (colour-blind-safe Dark2), whatever subset is shown.
 METHOD_COLORS = {
@@ -33,12 +32,6 @@ THEORY = "theory"  # the `guide` name of the score-matrix line among the referen
 def _series(method: str, slope: float | None, names: Mapping[str, str]) -> str:
     label = names.get(method, method)
     return label if slope is None or math.isnan(slope) else f"{label}: {slope:.2f}"
-
-
-def _relabel(names: Mapping[str, str]) -> str:
-    """A legend labelExpr showing names[key] for each key (the key itself when it has no name)."""
-    cases = " : ".join(f"datum.label === {json.dumps(k)} ? {json.dumps(v)}" for k, v in names.items())
-    return f"{cases} : datum.label" if names else "datum.label"
 
 
 def scaling_chart(
@@ -77,7 +70,7 @@ def scaling_chart(
         title=text["run"],
         scale=alt.Scale(domain=runs),
         legend=(
-            alt.Legend(orient="top", symbolType="stroke", symbolStrokeWidth=2, labelExpr=_relabel(sources))
+            alt.Legend(orient="top", symbolType="stroke", symbolStrokeWidth=2, labelExpr=label_expr(sources))
             if len(runs) > 1
             else None
         ),
