@@ -70,14 +70,16 @@ def _boolean(raw: str) -> bool:
     return raw == "true"
 
 
-def _choices(options: Sequence) -> Callable[[str], list]:
-    """A comma-separated list of distinct options ("" is the empty selection)."""
+def _choices(options: Sequence, limit: int | None = None) -> Callable[[str], list]:
+    """A comma-separated list of distinct options ("" is the empty selection), at most `limit` of them."""
     one = _choice(options)
 
     def parse(raw: str) -> list:
         items = [one(item) for item in raw.split(",")] if raw else []
         if len(set(map(str, items))) != len(items):
             raise Refused("twice")
+        if limit is not None and len(items) > limit:
+            raise Refused("at_most", n=limit)
         return items
 
     return parse
@@ -273,7 +275,7 @@ def multiselect(label: str, options: Sequence, default: Sequence, *, key: str, w
     return _draw(
         where.multiselect,
         key,
-        _choices(options),
+        _choices(options, kwargs.get("max_selections")),
         list(default),
         {"default": list(default)},
         label=label,

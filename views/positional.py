@@ -4,10 +4,13 @@ import streamlit as st
 
 from attn_core.charts import positional as charts
 from attn_core.tables import positional as tables
-from ui.frame import formula, friendly_errors, header, notice, predict_first, seed
+from ui import state as controls
+from ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed
+from ui.i18n import t, td, tl
 
 AMPLITUDES = (0.0, 0.01, 0.02, 0.05) + tuple(round(0.1 * i, 1) for i in range(1, 21))  # the slider's 0.1 steps
-KINDS = {"random": "random shuffle (from the seed)", "reverse": "reverse the order", "cyclic": "rotate by one"}
+PERIODS = list(range(2, 17))
+MAX_PERIODS = 4  # lcm(11, 13, 15, 16) = 34320 stays within tables.SEARCH_LIMIT
 ALIAS_WINDOW = 480  # positions drawn in the aliasing chart at most
 
 encoding = st.cache_data(max_entries=32)(tables.encoding_table)
@@ -18,82 +21,63 @@ aliasing = st.cache_data(max_entries=64)(tables.aliasing_table)
 collision = st.cache_data(max_entries=64)(tables.first_collision)
 symmetry = st.cache_data(max_entries=32)(tables.equivariance_sweep)
 
-
-def _kept_in_range(key: str, default: int, last: int) -> None:
-    """Remember a slider's value when its range changes, pulled back inside if another control shrank it."""
-    st.session_state[key] = min(st.session_state.get(key, default), last)
-
-
-header(
-    "Positional encoding",
-    "Attention by itself cannot tell the first token from the last. Sinusoids of many frequencies give every "
-    "position a code: shifting a position turns the code, and the code breaks attention's symmetry.",
-)
-predict_first(
-    "Tag each position p with two sinusoids, of periods 4 and 6. Which is the first position after 0 that gets "
-    "exactly the same code as position 0?",
-    "**12**, the least common multiple, not 4 · 6 = 24: both sinusoids repeat after 12. Only coprime periods "
-    "(say 4 and 5) push the first repeat out to their product, 20. Try both in *Aliasing* below.",
-)
+header(t("positional.title"), t("positional.lede"))
+predict_first(t("positional.question"), t("positional.answer"))
 
 with st.container(border=True):
     c1, c2, c3 = st.columns(3)
-    n = c1.slider("positions n", 8, 128, 64, 8, key="pe_n")
-    d_model = c2.select_slider("d_model", options=[4, 8, 16, 32, 64, 128], value=32, key="pe_d_model")
-    base = c3.select_slider("base", options=[100, 1000, 10000], value=10000, key="pe_base")
+    n = controls.slider(t("positional.controls.n"), 8, 128, 64, 8, key="pe_n", where=c1)
+    d_model = controls.select_slider("d_model", [4, 8, 16, 32, 64, 128], 32, key="pe_d_model", where=c2)
+    base = controls.select_slider(t("positional.controls.base"), [100, 1000, 10000], 10000, key="pe_base", where=c3)
 
-st.subheader("The code")
+st.subheader(t("positional.sections.code"))
 left, right = st.columns([3, 2])
-with left, friendly_errors("The encoding"):
-    st.altair_chart(charts.encoding_heatmap(encoding(n, d_model, base)), height=400)
+with left, friendly_errors(t("positional.errors.encoding")):
+    pe = encoding(n, d_model, base)
+    chart(charts.encoding_heatmap(pe, td("positional.charts.encoding")).properties(height=400), pe, "encoding")
 with right:
     formula(r"PE_{(pos,\,2i)} = \sin(pos\,\omega_i)")
     formula(r"PE_{(pos,\,2i+1)} = \cos(pos\,\omega_i)")
-    formula(r"\omega_i = \mathrm{base}^{-2i/d_{\mathrm{model}}}", "one frequency per (sin, cos) pair of dimensions")
-    notice(
-        [
-            "The first pairs of dimensions turn fast (period 2π ≈ 6 positions), the last ones barely move: "
-            "together they read like the digits of a clock.",
-            "The dot product of two codes depends only on how far apart they are: every diagonal of the Gram "
-            "matrix is constant, and all n² values fall on one curve.",
-            "Moving every position by k is one fixed rotation M_k, the same for every pos.",
-            "Adding positions makes attention care about order: shuffled tokens no longer give a shuffled output.",
-        ]
-    )
+    formula(r"\omega_i = \mathrm{base}^{-2i/d_{\mathrm{model}}}", t("positional.frequency_caption"))
+    notice(tl("positional.notice"))
 
-st.subheader("Dot products depend on the offset only")
+st.subheader(t("positional.sections.dots"))
 g1, g2, g3 = st.columns([2, 3, 2])
-with friendly_errors("The dot products"):
+with friendly_errors(t("positional.errors.dots")):
     cells, by_offset, spread = gram(n, d_model, base)
-    g1.altair_chart(charts.gram_heatmap(cells), height=340)
-    g2.altair_chart(charts.offset_collapse(by_offset), height=340)
+    chart(charts.gram_heatmap(cells, td("positional.charts.gram")).properties(height=340), cells, "gram", where=g1)
+    figure = charts.offset_collapse(by_offset, td("positional.charts.offsets")).properties(height=340)
+    chart(figure, by_offset, "offsets", where=g2)
     with g3:
         formula(r"p_i\cdot p_j = \sum_k \cos\big((i-j)\,\omega_k\big)", "sin a sin b + cos a cos b = cos(a − b)")
-        st.metric(
-            "largest spread within one offset",
-            f"{spread:.1e}",
-            help="Over every offset: max − min of p_i·p_j among the pairs with that i − j. Rounding only.",
-        )
-        st.caption(
-            f"{n}² = {n * n:,} dot products in {len(by_offset)} offsets; per offset the smallest (circle) and "
-            "largest (cross) sit on the dashed curve."
-        )
+        st.metric(t("positional.metrics.spread"), f"{spread:.1e}", help=t("positional.metrics.spread_help"))
+        st.caption(t("positional.gram_caption", n=n, pairs=n * n, offsets=len(by_offset)))
 
-st.subheader("Shifting a position is a rotation")
+st.subheader(t("positional.sections.shift"))
 with st.container(border=True):
     s1, s2, s3 = st.columns(3)
-    pos = s1.slider("pos", 0, 200, 10, key="pe_pos")
-    k = s2.slider("shift k", -32, 32, 5, key="pe_k")
-    _kept_in_range("pe_freq", 2, d_model // 2 - 1)
-    freq = s3.slider("frequency i", 0, d_model // 2 - 1, key="pe_freq")
+    pos = controls.slider(t("positional.controls.pos"), 0, 200, 10, 1, key="pe_pos", where=s1)
+    k = controls.slider(t("positional.controls.k"), -32, 32, 5, 1, key="pe_k", where=s2)
+    last = d_model // 2 - 1  # the frequencies of this d_model: a smaller d_model pulls the chosen one back inside
+    if "pe_freq" in st.session_state:  # re-set each run: a new range is a new slider, which would start at 0
+        st.session_state["pe_freq"] = min(st.session_state["pe_freq"], last)
+    freq = controls.slider(t("positional.controls.freq"), 0, last, min(2, last), 1, key="pe_freq", where=s3)
 r1, r2, r3 = st.columns([3, 2, 2])
-with friendly_errors("The shift"):
+with friendly_errors(t("positional.errors.shift")):
     check = shift(pos, k, d_model, base, n, freq)
-    r1.altair_chart(charts.shift_matrix_heatmap(check["m_k"], k), height=340)
-    r1.caption(f"Zero entries left blank: {len(check['m_k'])} of {d_model}² entries are non-zero.")
-    r2.altair_chart(charts.rotation_circle(circle(n, d_model, base, freq, pos, k), freq), width="content", height=340)
+    m_k = check["m_k"]
+    chart(
+        charts.shift_matrix_heatmap(m_k, td("positional.charts.shift", k=k)).properties(height=340),
+        m_k,
+        "m_k",
+        where=r1,
+    )
+    r1.caption(t("positional.nonzero_caption", nonzero=len(m_k), d=d_model))
+    points = circle(n, d_model, base, freq, pos, k)
+    figure = charts.rotation_circle(points, freq, td("positional.charts.circle", freq=freq))
+    chart(figure, points, "rotation_circle", where=r2, width="content")
     with r3:
-        formula(r"PE(pos+k) = M_k\, PE(pos)", "M_k depends on k only, never on pos")
+        formula(r"PE(pos+k) = M_k\, PE(pos)", t("positional.shift_caption"))
         (a, b), (c, e) = check["block"]
         formula(
             rf"M_k^{{({freq})}} = \begin{{pmatrix}}\cos k\omega_{{{freq}}} & \sin k\omega_{{{freq}}}\\ "
@@ -101,68 +85,76 @@ with friendly_errors("The shift"):
         )
         formula(
             rf"= \begin{{pmatrix}}{a:.4f} & {b:.4f}\\ {c:.4f} & {e:.4f}\end{{pmatrix}}",
-            f"read from M_k, rows and columns {2 * freq}, {2 * freq + 1}: a turn by k·ω = {check['angle']:.4f} rad",
+            t("positional.block_caption", row=2 * freq, col=2 * freq + 1, angle=check["angle"]),
         )
         m1, m2 = st.columns(2)
-        m1.metric("max error at pos", f"{check['error_at_pos']:.1e}", help="max |PE(pos+k) − M_k PE(pos)|")
-        m2.metric("all n positions", f"{check['error_all']:.1e}", help="The same M_k for pos = 0..n−1.")
+        m1.metric(t("positional.metrics.at_pos"), f"{check['error_at_pos']:.1e}", help="max |PE(pos+k) − M_k PE(pos)|")
+        m2.metric(t("positional.metrics.all"), f"{check['error_all']:.1e}", help=t("positional.metrics.all_help"))
 
-st.subheader("Aliasing: one period repeats, several periods repeat much later")
+st.subheader(t("positional.sections.aliasing"))
 with st.container(border=True):
     periods = tuple(
-        st.multiselect(
-            "periods T (in positions)",
-            options=list(range(2, 17)),
-            default=[4, 6],
-            max_selections=4,
+        controls.multiselect(
+            t("positional.controls.periods"),
+            PERIODS,
+            [4, 6],
             key="pe_periods",
-            help="Each period adds one (sin, cos) pair: code(p) = [sin 2πp/T₁, cos 2πp/T₁, sin 2πp/T₂, …].",
+            max_selections=MAX_PERIODS,
+            help=t("positional.controls.periods_help"),
         )
     )
 a1, a2 = st.columns([3, 2])
-with friendly_errors("The aliasing check"):
-    lcm = tables.collision_period(periods) if periods else None
-    found = collision(periods)
-    window = min(ALIAS_WINDOW, max(2 * (lcm or 0) + 1, 3 * periods[0] + 1, 25))
-    a1.altair_chart(charts.aliasing(aliasing(periods, window), found), height=320)
-    with a2:
-        formula(
-            r"\text{code}(p) = \text{code}(0) \iff T_1 \mid p,\ \dots,\ T_m \mid p"
-            r"\iff \operatorname{lcm}(T_1,\dots,T_m) \mid p"
-        )
-        x1, x2, x3 = st.columns(3)
-        x1.metric("first collision", "none" if found is None else f"{found:,}", help="Found by comparing the codes.")
-        x2.metric("lcm of the periods", f"{lcm:,}")
-        x3.metric("product", f"{math.prod(periods):,}")
-        coprime = tables.pairwise_coprime(periods)
-        st.caption(
-            f"Pairwise coprime: **{'yes' if coprime else 'no'}**"
-            + (
-                ", so the lcm is the full product."
-                if coprime
-                else ": a shared factor makes the lcm smaller than the product."
+if not periods:
+    a1.warning(t("positional.no_period"), icon=":material/edit_note:")
+else:
+    with friendly_errors(t("positional.errors.aliasing")):
+        lcm = tables.collision_period(periods)
+        found = collision(periods)
+        window = min(ALIAS_WINDOW, max(2 * lcm + 1, 3 * periods[0] + 1, 25))
+        distances = aliasing(periods, window)
+        names = {"one period": t("positional.series.one", first=periods[0]), "all periods": t("positional.series.all")}
+        figure = charts.aliasing(distances, found, td("positional.charts.aliasing"), names).properties(height=320)
+        chart(figure, distances, "aliasing", where=a1)
+        with a2:
+            formula(
+                r"\text{code}(p) = \text{code}(0) \iff T_1 \mid p,\ \dots,\ T_m \mid p"
+                r"\iff \operatorname{lcm}(T_1,\dots,T_m) \mid p"
             )
-            + f" One period alone repeats after {periods[0]} positions."
-        )
-        st.caption("The dashed line marks the first collision of all periods together.")
-        if lcm > window:
-            st.caption(f"The chart shows positions 0..{window - 1}; the first collision lies further out.")
+            x1, x2, x3 = st.columns(3)
+            shown = t("positional.none") if found is None else f"{found:,}"
+            x1.metric(t("positional.metrics.collision"), shown, help=t("positional.metrics.collision_help"))
+            x2.metric(t("positional.metrics.lcm"), f"{lcm:,}")
+            x3.metric(t("positional.metrics.product"), f"{math.prod(periods):,}")
+            coprime = tables.pairwise_coprime(periods)
+            st.caption(t("positional.coprime_yes" if coprime else "positional.coprime_no", first=periods[0]))
+            st.caption(t("positional.dashed_caption"))
+            if lcm > window:
+                st.caption(t("positional.further_caption", last=window - 1))
 
-st.subheader("Positions break permutation equivariance")
+st.subheader(t("positional.sections.symmetry"))
 with st.container(border=True):
     e1, e2 = st.columns(2)
-    kind = e1.selectbox("permutation P", list(KINDS), format_func=KINDS.get, key="pe_kind")
-    amplitude = e2.slider("amplitude a of the encoding", 0.0, 2.0, 1.0, 0.1, key="pe_amplitude")
+    kinds = td("positional.kinds")
+    kind = controls.selectbox(
+        t("positional.controls.kind"), list(kinds), "random", key="pe_kind", where=e1, format_func=kinds.get
+    )
+    amplitude = controls.slider(t("positional.controls.amplitude"), 0.0, 2.0, 1.0, 0.1, key="pe_amplitude", where=e2)
+    a = round(amplitude, 1)  # a value typed into the link between two steps: the nearest computed amplitude
 q1, q2 = st.columns([3, 2])
-with friendly_errors("The equivariance check"):
+with friendly_errors(t("positional.errors.symmetry")):
     sweep = symmetry(n, d_model, base, kind, AMPLITUDES, seed())
-    q1.altair_chart(charts.equivariance(sweep, amplitude), height=320)
+    chart(
+        charts.equivariance(sweep, a, td("positional.charts.equivariance")).properties(height=320),
+        sweep,
+        "equivariance",
+        where=q1,
+    )
     with q2:
         formula(r"f(X) = \mathrm{Attention}(Z, Z, Z)")
-        formula(r"Z = X + a\,PE", "the tokens X plus the encoding of their positions")
-        formula(r"f(PX) \overset{?}{=} P\, f(X)", "PE stays in position order while P shuffles the tokens")
+        formula(r"Z = X + a\,PE", t("positional.tokens_caption"))
+        formula(r"f(PX) \overset{?}{=} P\, f(X)", t("positional.order_caption"))
         at_a = sweep.set_index("amplitude").error
         y1, y2 = st.columns(2)
-        y1.metric("error without PE", f"{at_a[0.0]:.1e}", help="a = 0: attention is permutation equivariant.")
-        y2.metric(f"error with PE (a = {amplitude:g})", f"{at_a[round(amplitude, 1)]:.1e}")
-        st.caption(f"{n} tokens X ~ N(0, 1) of width {d_model} serve as queries, keys and values.")
+        y1.metric(t("positional.metrics.without"), f"{at_a[0.0]:.1e}", help=t("positional.metrics.without_help"))
+        y2.metric(t("positional.metrics.with", a=a), f"{at_a[a]:.1e}")
+        st.caption(t("positional.sweep_caption", n=n, d=d_model))

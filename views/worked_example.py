@@ -4,119 +4,152 @@ import streamlit as st
 
 from attn_core.charts import worked_example as charts
 from attn_core.tables import worked_example as tables
-from ui.frame import formula, friendly_errors, header, notice, predict_first, seed
+from ui import state as controls
+from ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed
+from ui.i18n import t, td, tl
 
 steps_of = st.cache_data(max_entries=64)(tables.attention_steps)
 claims = st.cache_data(max_entries=16)(tables.check_claims)
+LIMIT = int(tables.MAX_ABS_ENTRY)
 
-header(
-    "Worked example, step by step",
-    "The small examples of the lecture notes, one matrix at a time. Edit any number of Q, K or V and "
-    "every step below is recomputed; at the bottom, the notes' own numbers are checked against the library.",
-)
-predict_first(
-    "The notes say softmax([8, 2, 1]) ≈ [0.87, 0.09, 0.04]. How large is the first weight really?",
-    "About **0.997**. The first weight is 1 / (1 + e^(2−8) + e^(1−8)) = 1 / (1 + 0.0025 + 0.0009): "
-    "a gap of 6 in the logits already makes softmax almost one-hot. The last table re-checks this claim.",
-)
+
+def matrix_parser(shape: tuple[int, int]):
+    """Strict parsing of a matrix in the URL ("1,0,1;0,2,1"), to its canonical text; anything else is refused."""
+
+    def parse(raw: str) -> str:
+        try:
+            return tables.matrix_text(tables.matrix_from_text(raw, shape))
+        except ValueError:
+            raise controls.Refused("number", lo=-LIMIT, hi=LIMIT) from None
+
+    return parse
+
+
+header(t("worked_example.title"), t("worked_example.lede"))
+predict_first(t("worked_example.question"), t("worked_example.answer"))
 
 with st.container(border=True):
     c1, c2, c3, c4 = st.columns([2.2, 1.2, 1.4, 0.9], vertical_alignment="center")
-    example_key = c1.radio(
-        "example",
+    example_key = controls.radio(
+        t("worked_example.controls.example"),
         list(tables.EXAMPLES),
-        format_func=lambda key: tables.EXAMPLES[key].label,
-        horizontal=True,
+        "two_tokens",
         key="we_example",
+        where=c1,
+        format_func=td("worked_example.examples").get,
+        horizontal=True,
     )
     example = tables.EXAMPLES[example_key]
     n, d_k, d_v = len(example.q), len(example.q[0]), len(example.v[0])
-    token = c2.selectbox(
-        "expand token i",
+    token = controls.selectbox(
+        t("worked_example.controls.token"),
         list(range(1, n + 1)),
-        index=example.focus - 1,
+        example.focus,
         key=f"we_token_{example_key}",
-        help="Write out the sums of this token's row at every step.",
+        where=c2,
+        help=t("worked_example.controls.token_help"),
     )
-    scaled = c3.toggle("divide by √d_k", value=True, key="we_scaled", help="Off: softmax of the raw scores QKᵀ.")
-    if c4.button("Reset", key="we_reset", icon=":material/restart_alt:", help="Back to the example's numbers."):
+    scaled = controls.toggle(
+        t("worked_example.controls.scaled"),
+        True,
+        key="we_scaled",
+        where=c3,
+        help=t("worked_example.controls.scaled_help"),
+    )
+    matrices = {"Q": (example.q, d_k), "K": (example.k, d_k), "V": (example.v, d_v)}
+    url_keys = {name: f"we_{name.lower()}_{example_key}" for name in matrices}  # the URL: we_q_two_tokens=1,0,1;0,2,1
+    if c4.button(
+        t("worked_example.controls.reset"),
+        key="we_reset",
+        icon=":material/restart_alt:",
+        help=t("worked_example.controls.reset_help"),
+    ):
+        for name, (matrix, _) in matrices.items():
+            st.session_state[url_keys[name]] = tables.matrix_text(matrix)
         st.session_state["we_version"] = st.session_state.get("we_version", 0) + 1  # new keys: fresh editors
 
 version = st.session_state.get("we_version", 0)
-st.markdown(f"**Inputs**: {n} tokens; rows are tokens, columns are dimensions; every cell is editable.")
-inputs = {}
-for column, (name, matrix, width) in zip(
-    st.columns(3), (("Q", example.q, d_k), ("K", example.k, d_k), ("V", example.v, d_v)), strict=True
-):
+st.markdown(t("worked_example.inputs", n=n))
+shown, inputs = {}, {}
+for column, (name, (matrix, width)) in zip(st.columns(3), matrices.items(), strict=True):
+    key = url_keys[name]
+    text = controls.value(key, matrix_parser((n, width)), tables.matrix_text(matrix))  # valid: parsed or kept
+    shown[name] = tables.matrix_from_text(text, (n, width))
     column.caption(f"{name}  ({n} × {width})")
-    inputs[name] = column.data_editor(
-        tables.as_frame(matrix, tables.labels(name.lower(), n), tables.labels("d", width)),
-        num_rows="fixed",
-        key=f"we_{name}_{example_key}_{version}",
-        width="stretch",
-    )
+    frame = tables.as_frame(shown[name], tables.labels(name.lower(), n), tables.labels("d", width))
+    if key in controls.hidden():  # the teacher's link fixes this matrix: show it, not editable
+        column.dataframe(frame, width="stretch")
+        inputs[name] = frame
+    else:  # a keyed editor keeps its edits while its data follows them (the edits are absolute values)
+        editor = f"we_editor_{name.lower()}_{example_key}_{version}"
+        inputs[name] = column.data_editor(frame, num_rows="fixed", key=editor, width="stretch")
 
 steps = None  # stays None while an input is invalid; the warning then says which cell to fix
-with friendly_errors("The inputs"):
-    q, k, v = (tables.parse_matrix(name, inputs[name], (n, w)) for name, w in (("Q", d_k), ("K", d_k), ("V", d_v)))
+with friendly_errors(t("worked_example.sections.inputs")):
+    q, k, v = (tables.parse_matrix(name, inputs[name], (n, w)) for name, (_, w) in matrices.items())
+    shown.update(Q=q, K=k, V=v)
     steps = steps_of(q, k, v, scaled)
+for name, key in url_keys.items():  # the last valid matrices: in the URL, and kept when the page is left
+    controls.keep(key, tables.matrix_text(shown[name]), t("worked_example.controls.matrix", name=name))
 
 if steps is not None:
     detail = tables.token_detail(q, k, v, steps, token)
     divisor = rf"\sqrt{{{d_k}}}" if scaled else "1"
     left, right = st.columns([3, 2])
     with left:
-        st.markdown("**Step 1 · scores: every query against every key**")
+        st.markdown(t("worked_example.step1"))
         st.latex(r"S = QK^\top = " + charts.bmatrix(steps["scores"]))
         st.latex(charts.dot_expansion(detail))
-        st.markdown(f"**Step 2 · scale by {'√d_k = ' + f'{math.sqrt(d_k):.4f}' if scaled else '1 (switched off)'}**")
+        st.markdown(t("worked_example.step2", root=math.sqrt(d_k)) if scaled else t("worked_example.step2_off"))
         st.latex(rf"S' = \frac{{S}}{{{divisor}}} = " + charts.bmatrix(steps["scaled"]))
-        st.markdown("**Step 3 · softmax, row by row**")
+        st.markdown(t("worked_example.step3"))
         st.latex(r"A = \mathrm{softmax}(S') = " + charts.bmatrix(steps["weights"].drop(columns="row sum"), 4))
         st.latex(charts.softmax_expansion(detail))
         row_sums = ", ".join(f"{s:.12f}" for s in steps["weights"]["row sum"])
-        st.caption(f"mᵢ is the largest entry of row i: subtracting it cannot change a ratio. Row sums: {row_sums}.")
-        st.markdown("**Step 4 · output: each row of A averages the rows of V**")
+        st.caption(t("worked_example.row_sums", sums=row_sums))
+        st.markdown(t("worked_example.step4"))
         st.latex(r"Z = AV = " + charts.bmatrix(steps["output"]))
         st.latex(charts.output_expansion(detail))
     with right:
         formula(r"A=\mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}\right)")
         formula(r"Z=\mathrm{Attention}(Q,K,V)=AV")
-        with friendly_errors("The weight charts"):
-            st.altair_chart(charts.weights_heatmap(tables.weights_long(steps["weights"])), width="stretch")
+        with friendly_errors(t("worked_example.sections.charts")):
+            cells = tables.weights_long(steps["weights"])
+            chart(charts.weights_heatmap(cells, td("worked_example.charts.weights")), cells, "weights")
             parts = tables.contributions(steps["weights"], v, token)
-            st.altair_chart(charts.contribution_bars(parts, token), width="stretch")
-        notice(
-            [
-                "Every row of A is positive and sums to 1, so every zᵢ is a weighted average of the rows of V.",
-                "Switch off the scaling: the same scores give sharper rows, since dividing by √d_k tempers them.",
-                "Type the same numbers into two rows of K: those two keys get equal weight in every row of A.",
-            ]
-        )
+            chart(charts.contribution_bars(parts, td("worked_example.charts.pieces", token=token)), parts, "pieces")
+        notice(tl("worked_example.notice"))
 
-st.subheader("Check the notes")
-st.markdown(
-    "Each row recomputes one number printed in the lecture notes with `attn_core`. A claim passes (✓) when "
-    "every entry is within one unit of the last printed digit; measured claims get four standard errors more."
-)
-with friendly_errors("The claims table"):
+st.subheader(t("worked_example.check"))
+st.markdown(t("worked_example.check_lede"))
+with friendly_errors(t("worked_example.sections.claims")):
     table = claims(seed())
-    passed = int((table.verdict == "✓").sum())
-    st.metric("claims that hold", f"{passed} of {len(table)}")
     wrong = table.verdict == "✗"
+    verdicts = {"✓": t("worked_example.verdicts.holds"), "✗": t("worked_example.verdicts.wrong")}
+    shown_table = table.assign(  # what the viewer reads, in their language; the numbers stay as computed
+        claim=table.key.map(td("worked_example.claims")),
+        where=table.key.map(td("worked_example.where")),
+        verdict=table.verdict.map(verdicts),
+    ).drop(columns="key")
+    st.metric(
+        t("worked_example.metrics.holds"),
+        t("worked_example.metrics.holds_value", passed=int((~wrong).sum()), total=len(table)),
+    )
     st.dataframe(
-        table.style.apply(lambda row: ["background-color: #fde2e1" if wrong[row.name] else ""] * len(row), axis=1),
+        shown_table.style.apply(
+            lambda row: ["background-color: #fde2e1" if wrong[row.name] else ""] * len(row), axis=1
+        ),
         hide_index=True,
         width="stretch",
         height=35 * (len(table) + 1) + 3,  # every row visible, no inner scrollbar
         column_config={
-            "claim": st.column_config.TextColumn(width="medium"),
-            "where": st.column_config.TextColumn("in the notes"),
-            "notes": st.column_config.TextColumn("the notes say"),
-            "computed": st.column_config.TextColumn("computed now", width="medium"),
-            "verdict": st.column_config.TextColumn(width="small"),
-            "max_abs_error": st.column_config.NumberColumn("max |error|", format="%.2e"),
-            "tolerance": st.column_config.NumberColumn(format="%.1e"),
+            "claim": st.column_config.TextColumn(t("worked_example.columns.claim"), width="medium"),
+            "where": st.column_config.TextColumn(t("worked_example.columns.where")),
+            "notes": st.column_config.TextColumn(t("worked_example.columns.notes")),
+            "computed": st.column_config.TextColumn(t("worked_example.columns.computed"), width="medium"),
+            "verdict": st.column_config.TextColumn(t("worked_example.columns.verdict"), width="small"),
+            "max_abs_error": st.column_config.NumberColumn(t("worked_example.columns.error"), format="%.2e"),
+            "tolerance": st.column_config.NumberColumn(t("worked_example.columns.tolerance"), format="%.1e"),
         },
     )
-    st.caption(f"Measured rows draw {tables.SAMPLES:,} pairs from the sidebar seed ({seed()}).")
+    st.caption(t("worked_example.samples", n=tables.SAMPLES, seed=seed()))

@@ -1,6 +1,12 @@
-"""Charts and LaTeX renderings for "Worked example, step by step"."""
+"""Charts and LaTeX renderings for "Worked example, step by step".
+
+Titles and axis labels come from the page (in the viewer's language) through `text`, a mapping with the keys
+each builder lists. The LaTeX renderings hold only symbols and numbers, shared by both languages.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 import altair as alt
 import numpy as np
@@ -52,10 +58,22 @@ def output_expansion(detail: dict, digits: int = 3) -> str:
     return rf"\begin{{aligned}}z_{i}&=" + r"\\&\quad+ ".join(terms) + rf"\\&=[{result}]\end{{aligned}}"
 
 
-def weights_heatmap(cells: pd.DataFrame):
-    """The attention weights, one cell per (query, key), each labelled with its value."""
-    base = heatmap(cells, x="key", y="query", value="weight", title="Weights A (each row sums to 1)")
-    text = (
+def weights_heatmap(cells: pd.DataFrame, text: Mapping[str, str]):
+    """The attention weights, one cell per (query, key), each labelled with its value.
+
+    text: title, x, y, color.
+    """
+    base = heatmap(cells, x="key", y="query", value="weight", title=text["title"]).encode(
+        x=alt.X("key:O", title=text["x"]),
+        y=alt.Y("query:O", title=text["y"]),
+        color=alt.Color("weight:Q", scale=alt.Scale(scheme="blues"), title=text["color"]),
+        tooltip=[
+            alt.Tooltip("query:O", title=text["y"]),
+            alt.Tooltip("key:O", title=text["x"]),
+            alt.Tooltip("weight:Q", title=text["color"], format=".4f"),
+        ],
+    )
+    numbers = (
         alt.Chart(cells)
         .mark_text(fontSize=14)
         .encode(
@@ -65,18 +83,26 @@ def weights_heatmap(cells: pd.DataFrame):
             color=alt.condition(alt.datum.weight > 0.5, alt.value("white"), alt.value("black")),
         )
     )
-    return (base + text).properties(height=min(HEIGHT, 70 * cells["query"].nunique() + 40))
+    return (base + numbers).properties(height=min(HEIGHT, 70 * cells["query"].nunique() + 40))
 
 
-def contribution_bars(parts: pd.DataFrame, token: int):
-    """Token i's output per dimension, stacked from its pieces alpha_ij v_j."""
+def contribution_bars(parts: pd.DataFrame, text: Mapping[str, str]):
+    """Token i's output per dimension, stacked from its pieces alpha_ij v_j.
+
+    text: title, x, y, color (the page fills in the token's number).
+    """
     return (
-        alt.Chart(parts, title=f"z{token} = Σⱼ α{token}ⱼ vⱼ, piece by piece")
+        alt.Chart(parts, title=text["title"])
         .mark_bar()
         .encode(
-            x=alt.X("dim:N", title="output dimension"),
-            y=alt.Y("sum(value):Q", title=f"value of z{token}"),
-            color=alt.Color("source:N", title="piece"),
-            tooltip=["source", "dim", alt.Tooltip("weight:Q", format=".4f"), alt.Tooltip("value:Q", format=".4f")],
+            x=alt.X("dim:O", title=text["x"], axis=alt.Axis(labelAngle=0)),
+            y=alt.Y("sum(value):Q", title=text["y"]),
+            color=alt.Color("source:N", title=text["color"]),
+            tooltip=[
+                alt.Tooltip("source:N", title=text["color"]),
+                alt.Tooltip("dim:O", title=text["x"]),
+                alt.Tooltip("weight:Q", title="α", format=".4f"),
+                alt.Tooltip("value:Q", title=text["y"], format=".4f"),
+            ],
         )
     )

@@ -139,11 +139,11 @@ def first_collision(periods: tuple[int, ...], limit: int = SEARCH_LIMIT) -> int 
 def aliasing_table(periods: tuple[int, ...], n: int) -> pd.DataFrame:
     """Distance from position 0's code for positions 0..n-1: the first period alone, and all periods together.
 
-    Columns: position, code, distance.
+    Columns: position, code ("one period": periods[0] alone, or "all periods"), distance.
     """
     _check_periods(periods)
     frames = []
-    for label, ps in ((f"one period (T = {periods[0]})", periods[:1]), ("all periods", periods)):
+    for label, ps in (("one period", periods[:1]), ("all periods", periods)):
         codes = multi_period_encoding(n, ps)
         dist = (codes - codes[0]).norm(dim=1)
         frames.append(pd.DataFrame({"position": range(n), "code": label, "distance": dist.numpy()}))

@@ -9,6 +9,7 @@ The notes describe a 2-token example with d = 3 and a 4-token example with d = 2
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -78,6 +79,37 @@ def parse_matrix(name: str, table, shape: tuple[int, int]) -> Matrix:
     return tuple(tuple(float(x) for x in row) for row in values)
 
 
+_NUMBER = re.compile(r"-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?")
+
+
+def _short(x: float) -> str:
+    return str(int(x)) if x.is_integer() and abs(x) < 1e15 else repr(x)
+
+
+def matrix_text(m: Matrix) -> str:
+    """A matrix as short text: rows joined by ";", entries by ",", each the shortest exact decimal ("2", "0.1")."""
+    return ";".join(",".join(_short(float(x)) for x in row) for row in m)
+
+
+def matrix_from_text(text: str, shape: tuple[int, int]) -> Matrix:
+    """The inverse of matrix_text, strictly: exactly `shape`, plain decimals only, finite, within MAX_ABS_ENTRY."""
+    rows = text.split(";")
+    if len(rows) != shape[0]:
+        raise ValueError(f"text must hold {shape[0]} rows separated by ';', got {len(rows)}")
+    matrix = []
+    for r, row in enumerate(rows):
+        cells = row.split(",")
+        if len(cells) != shape[1]:
+            raise ValueError(f"row {r + 1} must hold {shape[1]} numbers separated by ',', got {len(cells)}")
+        if not all(_NUMBER.fullmatch(cell) for cell in cells):
+            raise ValueError(f"row {r + 1} must hold plain decimal numbers, got {row[:40]!r}")
+        values = tuple(float(cell) for cell in cells)
+        if not all(math.isfinite(x) and abs(x) <= MAX_ABS_ENTRY for x in values):
+            raise ValueError(f"row {r + 1}: every number must lie between -{MAX_ABS_ENTRY:g} and {MAX_ABS_ENTRY:g}")
+        matrix.append(values)
+    return tuple(matrix)
+
+
 def as_frame(m, rows: Sequence[str], cols: Sequence[str]) -> pd.DataFrame:
     return pd.DataFrame(np.asarray(m, dtype=np.float64), index=list(rows), columns=list(cols))
 
@@ -142,11 +174,11 @@ def weights_long(weights: pd.DataFrame) -> pd.DataFrame:
 
 
 def contributions(weights: pd.DataFrame, v: Matrix, token: int) -> pd.DataFrame:
-    """Token `token`'s (1-based) output split into alpha_ij v_j: columns source, dim, value, weight."""
+    """Token `token`'s (1-based) output split into alpha_ij v_j: columns source, dim (1-based), value, weight."""
     alpha = weights.drop(columns="row sum", errors="ignore").iloc[token - 1].to_numpy()
     vv = np.asarray(v, dtype=np.float64)
     rows = [
-        {"source": f"α{token}{j + 1}·v{j + 1}", "dim": f"dim {c + 1}", "value": alpha[j] * vv[j, c], "weight": alpha[j]}
+        {"source": f"α{token}{j + 1}·v{j + 1}", "dim": c + 1, "value": alpha[j] * vv[j, c], "weight": alpha[j]}
         for j in range(vv.shape[0])
         for c in range(vv.shape[1])
     ]
@@ -158,7 +190,8 @@ def contributions(weights: pd.DataFrame, v: Matrix, token: int) -> pd.DataFrame:
 
 @dataclass(frozen=True)
 class Claim:
-    claim: str
+    key: str  # stable name: the page shows the claim and its place in the viewer's language by this key
+    claim: str  # in English, as the page's English strings print it
     where: str  # which notes file (seeds/000_... etc.), and the topic there
     kind: str  # how to compute the true value: a key of _COMPUTE
     inputs: tuple
@@ -168,19 +201,50 @@ class Claim:
 
 
 CLAIMS: tuple[Claim, ...] = (
-    Claim("softmax([8, 2, 1])", "000 · scores → weights", "softmax", (8, 2, 1), (0.87, 0.09, 0.04), 2),
-    Claim("softmax([20, −20])", "000 · why scale", "softmax", (20, -20), (0.9999, 0.0), 4),
-    Claim("softmax([3, −3])", "000 · why scale", "softmax", (3, -3), (0.95, 0.05), 2),
-    Claim("softmax([20, 0, −20])", "000 · d_k = 64", "softmax", (20, 0, -20), (0.9999, 0.0001, 0.0), 4),
-    Claim("softmax([2.5, 0, −2.5])", "000 · d_k = 64", "softmax", (2.5, 0, -2.5), (0.92, 0.08, 0.0), 2),
-    Claim("e^(−t²/2) at t = 1, 2, 3", "000 · 3σ rule", "exp_half_square", (1, 2, 3), (0.606, 0.135, 0.011), 3),
-    Claim("P(|Z| ≤ 1), P(|Z| ≤ 2), P(|Z| ≤ 3)", "000 · 3σ rule", "normal_mass", (1, 2, 3), (0.6827, 0.9545, 0.9973), 4),
-    Claim("std of q·k at d_k = 512", "000 · high dimension", "score_std", (512,), (22.6,), 1),
-    Claim("Var(q·k) = d_k at d_k = 64, measured", "001, 003 · why scale", "score_var", (64, SAMPLES), (64.0,), None),
+    Claim("softmax_8_2_1", "softmax([8, 2, 1])", "000 · scores → weights", "softmax", (8, 2, 1), (0.87, 0.09, 0.04), 2),
+    Claim("softmax_20", "softmax([20, −20])", "000 · why scale", "softmax", (20, -20), (0.9999, 0.0), 4),
+    Claim("softmax_3", "softmax([3, −3])", "000 · why scale", "softmax", (3, -3), (0.95, 0.05), 2),
+    Claim("softmax_20_0", "softmax([20, 0, −20])", "000 · d_k = 64", "softmax", (20, 0, -20), (0.9999, 0.0001, 0.0), 4),
+    Claim("softmax_2_5", "softmax([2.5, 0, −2.5])", "000 · d_k = 64", "softmax", (2.5, 0, -2.5), (0.92, 0.08, 0.0), 2),
     Claim(
-        "Var cos θ = 1/d_k at d_k = 512, measured", "000 · high dimension", "cos_var", (512, SAMPLES), (1 / 512,), None
+        "exp_half_square",
+        "e^(−t²/2) at t = 1, 2, 3",
+        "000 · 3σ rule",
+        "exp_half_square",
+        (1, 2, 3),
+        (0.606, 0.135, 0.011),
+        3,
     ),
     Claim(
+        "normal_mass",
+        "P(|Z| ≤ 1), P(|Z| ≤ 2), P(|Z| ≤ 3)",
+        "000 · 3σ rule",
+        "normal_mass",
+        (1, 2, 3),
+        (0.6827, 0.9545, 0.9973),
+        4,
+    ),
+    Claim("score_std_512", "std of q·k at d_k = 512", "000 · high dimension", "score_std", (512,), (22.6,), 1),
+    Claim(
+        "score_var_64",
+        "Var(q·k) = d_k at d_k = 64, measured",
+        "001, 003 · why scale",
+        "score_var",
+        (64, SAMPLES),
+        (64.0,),
+        None,
+    ),
+    Claim(
+        "cos_var_512",
+        "Var cos θ = 1/d_k at d_k = 512, measured",
+        "000 · high dimension",
+        "cos_var",
+        (512, SAMPLES),
+        (1 / 512,),
+        None,
+    ),
+    Claim(
+        "permute_rows",
         "P A for the permutation [2, 0, 1]",
         "000 · permutations",
         "permute_rows",
@@ -189,6 +253,7 @@ CLAIMS: tuple[Claim, ...] = (
         None,
     ),
     Claim(
+        "permute_cols",
         "A P for the permutation [2, 0, 1]",
         "000 · permutations",
         "permute_cols",
@@ -197,6 +262,7 @@ CLAIMS: tuple[Claim, ...] = (
         None,
     ),
     Claim(
+        "additive_odd",
         "additive score is odd: max |e(−q,−k) + e(q,k)|",
         "002 · additive",
         "additive_odd",
@@ -206,6 +272,7 @@ CLAIMS: tuple[Claim, ...] = (
         1e-12,
     ),
     Claim(
+        "dot_even",
         "dot product is even: max |s(−q,−k) − s(q,k)|",
         "002 · additive",
         "dot_even",
@@ -285,7 +352,7 @@ def _fmt(values: Sequence[float], decimals: int | None = None) -> str:
 
 
 def check_claims(seed: int) -> pd.DataFrame:
-    """One row per claim: claim, where, notes (printed), computed, max_abs_error, tolerance, verdict (✓/✗)."""
+    """One row per claim: key, claim, where, notes (printed), computed, max_abs_error, tolerance, verdict (✓/✗)."""
     rows = []
     for c in CLAIMS:
         true, stderr = _COMPUTE[c.kind](c.inputs, seed)
@@ -293,6 +360,7 @@ def check_claims(seed: int) -> pd.DataFrame:
         tol = tolerance(c, stderr)
         rows.append(
             {
+                "key": c.key,
                 "claim": c.claim,
                 "where": c.where,
                 "notes": _fmt(c.stated, c.decimals),

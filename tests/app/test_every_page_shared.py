@@ -5,7 +5,6 @@ metrics. Render every page in English and in Chinese: no string missing, no Engl
 """
 
 import json
-import pathlib
 import random
 import re
 
@@ -18,35 +17,6 @@ from ui.i18n import LANGUAGES, MISSING, catalog
 from ui.registry import PAGES
 
 CHANGES = 5
-# Pages not yet moved onto ui.state and the string files: expected to fail until they are (strict, so a
-# converted page must leave this set).
-PENDING_URL = {
-    "worked_example",
-    "positional",
-}
-PENDING_LANG = {
-    "worked_example",
-    "positional",
-}
-
-
-EXPECTED_FAILURE = pytest.mark.xfail(strict=True, reason="page not converted yet")
-
-
-def pages(pending: set[str]):
-    return [pytest.param(p.path, marks=[EXPECTED_FAILURE] if p.name in pending else []) for p in PAGES]
-
-
-def pages_and_languages(pending: set[str]):
-    return [
-        pytest.param(
-            path, lang, marks=[EXPECTED_FAILURE] if lang == "zh" and pathlib.Path(path).stem in pending else []
-        )
-        for path in ["views/home.py", *PATHS]
-        for lang in LANGUAGES
-    ]
-
-
 PATHS = [p.path for p in PAGES]
 CJK = re.compile(r"[\u4e00-\u9fff]")
 # Five or more English words in a row is prose that was not translated; code, LaTeX and links are cut first.
@@ -66,7 +36,7 @@ def metrics(at: AppTest) -> list[tuple[str, str]]:
     return [(m.label, m.value) for m in at.metric]
 
 
-@pytest.mark.parametrize("path", pages(PENDING_URL))
+@pytest.mark.parametrize("path", PATHS)
 def test_random_controls_round_trip_through_the_url(path):
     rng = random.Random(path)
     at = open_from({}, path)
@@ -108,7 +78,8 @@ def _titles(node):
             yield from _titles(item)
 
 
-@pytest.mark.parametrize(("path", "lang"), pages_and_languages(PENDING_LANG))
+@pytest.mark.parametrize("lang", list(LANGUAGES))
+@pytest.mark.parametrize("path", ["views/home.py", *PATHS])
 def test_every_page_renders_in_both_languages(path, lang):
     at = open_from({"lang": lang}, path)
     assert_clean(at)
@@ -118,11 +89,11 @@ def test_every_page_renders_in_both_languages(path, lang):
         assert CJK.search(at.title[0].value)
         english = [m.group(0) for text in visible_text(at) for m in ENGLISH_RUN.finditer(NOT_PROSE.sub(" ", text))]
         assert not english, english
-    elif pathlib.Path(path).stem not in PENDING_LANG:
+    else:
         assert at.title[0].value in catalog("en").values()
 
 
-@pytest.mark.parametrize("path", pages(PENDING_LANG))
+@pytest.mark.parametrize("path", PATHS)
 def test_every_chart_offers_its_data_as_csv_and_itself_as_svg(path):
     at = open_from({}, path)
     keys = [b.key for b in at.get("download_button")]

@@ -1,7 +1,8 @@
 import math
 import re
 
-from app_helpers import assert_clean, metric
+from app_helpers import APP, assert_clean, metric
+from streamlit.testing.v1 import AppTest
 
 PAGE = "views/positional.py"
 
@@ -89,3 +90,45 @@ def test_size_controls_change_and_the_page_follows(open_page):
     assert any("128² = 16,384 dot products in 255 offsets" in c.value for c in at.caption)
     assert float(metric(at, "largest spread within one offset")) < 1e-10
     assert float(metric(at, "all n positions")) < 1e-12
+
+
+def fresh(params: dict) -> AppTest:
+    """The page opened from a link with these query parameters, as a student's browser would."""
+    at = AppTest.from_file(APP, default_timeout=120)
+    for key, value in params.items():
+        at.query_params[key] = value
+    at.switch_page(PAGE)
+    return at.run()
+
+
+def test_a_frequency_whose_range_follows_d_model_round_trips_through_the_url():
+    at = fresh({})
+    at.select_slider(key="pe_d_model").set_value(64).run()
+    at.slider(key="pe_freq").set_value(20).run()
+    at.multiselect(key="pe_periods").set_value([3, 5, 7, 11]).run()
+    at.slider(key="pe_amplitude").set_value(0.3).run()
+    at.select_slider(key="pe_d_model").set_value(128).run()  # a wider range keeps the chosen frequency
+    assert_clean(at)
+    assert at.slider(key="pe_freq").value == 20
+    url = dict(at.query_params)
+    assert (url["pe_d_model"], url["pe_freq"], url["pe_periods"]) == ("128", "20", "3,5,7,11")
+
+    again = fresh(url)  # a student opens the copied link
+    assert_clean(again)
+    assert again.slider(key="pe_freq").value == 20 and again.slider(key="pe_freq").max == 63
+    assert again.multiselect(key="pe_periods").value == [3, 5, 7, 11]
+    assert [(m.label, m.value) for m in again.metric] == [(m.label, m.value) for m in at.metric]
+    assert block_numbers(again) == block_numbers(at)
+
+    again.select_slider(key="pe_d_model").set_value(16).run()  # 8 frequencies: pulled back to the last one
+    assert again.slider(key="pe_freq").value == 7 and again.query_params["pe_freq"] == "7"
+
+
+def test_a_link_with_too_many_periods_or_a_frequency_out_of_range_is_refused_with_a_notice():
+    at = fresh({"pe_periods": "2,3,5,7,11", "pe_d_model": "16", "pe_freq": "8"})
+    assert_clean(at)
+    assert at.multiselect(key="pe_periods").value == [4, 6]
+    assert at.slider(key="pe_freq").value == 2
+    notices = [toast.value for toast in at.toast]
+    assert len(notices) == 2 and all("ignored" in n for n in notices)
+    assert at.query_params["pe_periods"] == "4,6" and at.query_params["pe_freq"] == "2"

@@ -90,8 +90,56 @@ def test_every_other_claim_holds_for_several_seeds(seed):
 
 
 def test_tolerance_is_one_unit_in_the_last_printed_digit():
-    claim = w.Claim("x", "here", "softmax", (0.0, 0.0), (0.5, 0.5), 2)
+    claim = w.Claim("x", "x", "here", "softmax", (0.0, 0.0), (0.5, 0.5), 2)
     assert w.tolerance(claim, stderr=0.0) == pytest.approx(0.01)
     assert w.tolerance(claim, stderr=0.1) == pytest.approx(0.01 + 4 * 0.1)
-    exact = w.Claim("x", "here", "permute_rows", (0, 1, 2), (1, 2, 3), None)
+    exact = w.Claim("x", "x", "here", "permute_rows", (0, 1, 2), (1, 2, 3), None)
     assert w.tolerance(exact, stderr=0.0) == 0.0
+
+
+entries = st.floats(-w.MAX_ABS_ENTRY, w.MAX_ABS_ENTRY, allow_nan=False, allow_infinity=False)
+
+
+@given(st.integers(1, 4).flatmap(lambda n: st.lists(st.lists(entries, min_size=2, max_size=2), min_size=n, max_size=n)))
+def test_matrix_text_round_trips_exactly(rows):
+    m = tuple(tuple(r) for r in rows)
+    text = w.matrix_text(m)
+    assert w.matrix_from_text(text, (len(m), 2)) == m  # shortest repr: every float comes back bit for bit
+    assert all(c in "0123456789.,;-+e" for c in text)
+
+
+def test_matrix_text_is_short_and_the_worst_case_fits_a_url_value():
+    assert w.matrix_text(w.EXAMPLES["two_tokens"].q) == "1,0,1;0,2,1"
+    assert w.matrix_text(((0.1, -2.5), (1e-05, -0.0))) == "0.1,-2.5;1e-05,0"
+    worst = max((-2.2250738585072014e-308, -0.00012345678901234567, -123456.78901234567), key=lambda x: len(repr(x)))
+    n, d = max((len(e.q), max(len(e.q[0]), len(e.v[0]))) for e in w.EXAMPLES.values())
+    assert len(w.matrix_text(((worst,) * d,) * n)) <= 200  # ui.state.MAX_URL_VALUE
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ("1,0,1;0,2", "row 2 must hold 3"),
+        ("1,0,1", "2 rows"),
+        ("1,0,1;0,2,1;3,3,3", "2 rows"),
+        ("1,0,1;0,2,nan", "plain decimal"),
+        ("1,0,1;0,2,inf", "plain decimal"),
+        ("1,0,1;0,2,1_0", "plain decimal"),
+        ("1,0,1;0,2, 1", "plain decimal"),
+        ("1,0,1;0,2,+1", "plain decimal"),
+        ("1,0,1;0,2,0x10", "plain decimal"),
+        ("1,0,1;0,2,", "plain decimal"),
+        ("1,0,1;0,2,1e7", "between"),
+        ("1,0,1;0,2,1e999", "between"),
+        ("", "2 rows"),
+    ],
+)
+def test_matrix_from_text_is_strict(text, why):
+    with pytest.raises(ValueError, match=why):
+        w.matrix_from_text(text, (2, 3))
+
+
+def test_every_claim_has_its_own_key():
+    keys = [c.key for c in w.CLAIMS]
+    assert len(set(keys)) == len(keys)
+    assert list(w.check_claims(0).key) == keys
