@@ -46,7 +46,9 @@ from __future__ import annotations
 
 import argparse
 import csv
+import ctypes
 import datetime
+import gc
 import json
 import math
 import os
@@ -381,6 +383,25 @@ def _out_of_time(config: BenchConfig, method: str, n: int, elapsed: float) -> di
     return row
 
 
+def _release() -> None:
+    """Hand freed memory back to the OS between entries (glibc keeps it otherwise, and a server's RSS would
+    carry every entry's high-water mark into the next)."""
+    gc.collect()
+    if _LIBC is not None:
+        _LIBC.malloc_trim(0)
+
+
+def _load_libc():
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        return libc if hasattr(libc, "malloc_trim") else None
+    except OSError:  # not glibc (macOS, musl): nothing to trim
+        return None
+
+
+_LIBC = _load_libc()
+
+
 def run_benchmark(config: BenchConfig, progress: Progress | None = None) -> list[dict]:
     """One row (keys ROW_FIELDS) per (n, method), in that order; never raises for one entry.
 
@@ -399,6 +420,7 @@ def run_benchmark(config: BenchConfig, progress: Progress | None = None) -> list
                 if progress is not None:
                     progress(len(rows), total, f"{method} n={n}")
                 rows.append(_out_of_time(config, method, n, elapsed) if late else _entry(config, method, qkv))
+                _release()
             del qkv  # free this n's inputs before the next, larger ones
     if progress is not None:
         progress(total, total, "done")

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import pathlib
+import shlex
 import sys
 import time
 import urllib.parse
@@ -81,10 +82,10 @@ def wait_idle(page, timeout_ms: int) -> None:
     page.wait_for_timeout(500)
 
 
-def measure(timeout_s: float) -> tuple[float, list[dict]]:
+def measure(timeout_s: float, names: list[str] | None = None) -> tuple[float, list[dict]]:
     from playwright.sync_api import sync_playwright
 
-    plans = [(p, heaviest_params(p.path)) for p in PAGES]
+    plans = [(p, heaviest_params(p.path)) for p in PAGES if names is None or p.name in names]
     rows = []
     with streamlit_server() as srv, sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
@@ -153,9 +154,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=pathlib.Path, help="write the Markdown report here")
     parser.add_argument("--timeout", type=float, default=600, help="seconds a page may take")
+    parser.add_argument("--pages", nargs="*", help="only these pages (names as in the URL), e.g. scaling")
     args = parser.parse_args()
-    baseline, rows = measure(args.timeout)
-    text = report(baseline, rows, "python -m tools.session_memory" + (f" --out {args.out}" if args.out else ""))
+    baseline, rows = measure(args.timeout, args.pages)
+    text = report(baseline, rows, "python -m tools.session_memory " + shlex.join(sys.argv[1:]))
     print(text)
     if args.out:
         args.out.write_text(text)
