@@ -15,3 +15,12 @@ def assert_clean(at: AppTest) -> None:
 
 def metric(at: AppTest, label: str) -> str:
     return next(m.value for m in at.metric if m.label == label)
+
+
+def open_link(path: str, params: dict) -> AppTest:
+    """A fresh session opened from a copied link: the page and its query parameters, nothing else."""
+    at = AppTest.from_file(APP, default_timeout=120)
+    for key, value in params.items():
+        at.query_params[key] = value
+    at.switch_page(path)
+    return at.run()

@@ -6,21 +6,13 @@ import urllib.parse
 
 import altair as alt
 import pandas as pd
-from app_helpers import APP, assert_clean, metric
+from app_helpers import assert_clean, metric, open_link
 from streamlit.testing.v1 import AppTest
 
 from ui.frame import PROJECTOR_CHART, svg
 from ui.registry import PAGES
 
 PAGE = "views/sqrt_dk.py"
-
-
-def open_from(params: dict, path: str = PAGE) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=120)
-    for key, value in params.items():
-        at.query_params[key] = value
-    at.switch_page(path)
-    return at.run()
 
 
 def specs(at: AppTest) -> list[dict]:
@@ -32,7 +24,7 @@ def link_params(code_value: str) -> dict:
 
 
 def test_a_teachers_link_hides_controls_but_keeps_their_values():
-    at = open_from({"d_k": "256", "hide": "d_k,sidebar"})
+    at = open_link(PAGE, {"d_k": "256", "hide": "d_k,sidebar"})
     assert_clean(at)
     assert not [w for w in at.select_slider if w.key == "d_k"]  # not drawn
     assert metric(at, "theory: d_k") == "256"  # yet its value from the link rules the page
@@ -43,7 +35,7 @@ def test_a_teachers_link_hides_controls_but_keeps_their_values():
 
 
 def test_a_hostile_hide_value_hides_nothing_and_says_so():
-    at = open_from({"hide": "d_k,<img src=x>"})
+    at = open_link(PAGE, {"hide": "d_k,<img src=x>"})
     assert_clean(at)
     assert [w for w in at.select_slider if w.key == "d_k"]
     assert any("hide" in t.value for t in at.toast)
@@ -51,19 +43,19 @@ def test_a_hostile_hide_value_hides_nothing_and_says_so():
 
 
 def test_lesson_mode_walks_the_pages_in_teaching_order():
-    at = open_from({"lesson": "true"})
+    at = open_link(PAGE, {"lesson": "true"})
     assert_clean(at)
     i = [p.path for p in PAGES].index(PAGE)
     bars = [m.value for m in at.markdown if "**Lesson**" in m.value]
     assert bars and f"stop {i + 1} of {len(PAGES)}" in bars[0]
     links = [e.proto.page for e in at.get("page_link")]  # top bar: previous, next; bottom bar: next
     assert links == [PAGES[i - 1].name, PAGES[i + 1].name, PAGES[i + 1].name]
-    off = open_from({"lesson": "false"})
+    off = open_link(PAGE, {"lesson": "false"})
     assert not [m for m in off.markdown if "**Lesson**" in m.value]
 
 
 def test_projector_mode_enlarges_chart_text_and_marks():
-    plain, big = open_from({}), open_from({"projector": "true"})
+    plain, big = open_link(PAGE, {}), open_link(PAGE, {"projector": "true"})
     assert_clean(big)
     assert all("config" not in s or s["config"].get("axis", {}).get("labelFontSize") is None for s in specs(plain))
     for spec in specs(big):
@@ -73,7 +65,7 @@ def test_projector_mode_enlarges_chart_text_and_marks():
 
 
 def test_the_share_link_carries_every_control_and_the_teacher_link_its_choices():
-    at = open_from({})
+    at = open_link(PAGE, {})
     at.select_slider(key="d_k").set_value(512).run()
     share, teacher = (c.value for c in at.sidebar.get("code"))
     assert link_params(share) == dict(at.query_params)
@@ -86,7 +78,7 @@ def test_the_share_link_carries_every_control_and_the_teacher_link_its_choices()
 
 
 def test_switching_language_keeps_the_view():
-    at = open_from({})
+    at = open_link(PAGE, {})
     at.select_slider(key="d_k").set_value(256).run()
     en_value = metric(at, "Var(q·k)")
     at.sidebar.selectbox(key="lang").set_value("zh").run()
@@ -98,7 +90,7 @@ def test_switching_language_keeps_the_view():
 
 
 def test_every_chart_has_csv_and_svg_downloads_and_svg_renders():
-    at = open_from({})
+    at = open_link(PAGE, {})
     keys = [b.key for b in at.main.get("download_button")]
     n_charts = len(at.get("vega_lite_chart"))
     assert sum(k.startswith("svg_") for k in keys) == n_charts

@@ -1,7 +1,7 @@
 import json
 
 import pytest
-from app_helpers import APP, assert_clean, metric
+from app_helpers import assert_clean, metric, open_link
 from streamlit.testing.v1 import AppTest
 
 PAGE = "views/equivariance.py"
@@ -118,10 +118,7 @@ def test_the_ends_of_the_ranges_render_cleanly(open_page, n, d):
 
 def reopen(at: AppTest) -> AppTest:
     """A fresh app opened from the URL `at` shows (another student opening the copied link)."""
-    again = AppTest.from_file(APP, default_timeout=120)
-    for key, value in dict(at.query_params).items():
-        again.query_params[key] = value
-    again.switch_page(PAGE).run()
+    again = open_link(PAGE, dict(at.query_params))
     assert_clean(again)
     return again
 
@@ -152,7 +149,7 @@ def test_chinese_charts_name_the_variants_and_verdicts_in_chinese(open_page):
     bars = json.loads(at.get("vega_lite_chart")[0].proto.spec)
     encoding = bars["layer"][0]["encoding"]
     assert '"因果掩码"' in encoding["y"]["axis"]["labelExpr"]  # the y axis names each variant
-    assert "\"等变\"" in encoding["color"]["legend"]["labelExpr"]  # the legend names each verdict
+    assert '"等变"' in encoding["color"]["legend"]["labelExpr"]  # the legend names each verdict
     assert encoding["color"]["title"] == "结论" and bars["title"] == "各变体的误差"
     assert bars["layer"][3]["mark"]["text"] == "舍入容差"  # the tolerance rule's label follows the language too
     assert [b.proto.label for b in at.get("download_button")].count("CSV") == 4  # every chart offers its data

@@ -9,7 +9,7 @@ import random
 import re
 
 import pytest
-from app_helpers import APP, assert_clean
+from app_helpers import assert_clean, open_link
 from streamlit.testing.v1 import AppTest
 
 from tools.controls import controls, set_random, values
@@ -24,14 +24,6 @@ ENGLISH_RUN = re.compile(r"[A-Za-z]{2,}(?:[ ,;'’-]+[A-Za-z]{2,}){4,}")
 NOT_PROSE = re.compile(r"`[^`]*`|\$\$.*?\$\$|\$[^$]*\$|\]\([^)]*\)|https?://\S+", re.S)
 
 
-def open_from(params: dict, path: str) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=120)
-    for key, value in params.items():
-        at.query_params[key] = value
-    at.switch_page(path)
-    return at.run()
-
-
 def metrics(at: AppTest) -> list[tuple[str, str]]:
     return [(m.label, m.value) for m in at.metric]
 
@@ -39,7 +31,7 @@ def metrics(at: AppTest) -> list[tuple[str, str]]:
 @pytest.mark.parametrize("path", PATHS)
 def test_random_controls_round_trip_through_the_url(path):
     rng = random.Random(path)
-    at = open_from({}, path)
+    at = open_link(path, {})
     changed = 0
     for _ in range(CHANGES):
         kind, widget = rng.choice(list(controls(at)))
@@ -48,7 +40,7 @@ def test_random_controls_round_trip_through_the_url(path):
             assert_clean(at)
             changed += 1
     assert changed, "no control could be changed"
-    again = open_from(dict(at.query_params), path)  # a student opens the copied link
+    again = open_link(path, dict(at.query_params))  # a student opens the copied link
     assert_clean(again)
     assert values(again) == values(at)
     assert metrics(again) == metrics(at)
@@ -81,7 +73,7 @@ def _titles(node):
 @pytest.mark.parametrize("lang", list(LANGUAGES))
 @pytest.mark.parametrize("path", ["views/home.py", *PATHS])
 def test_every_page_renders_in_both_languages(path, lang):
-    at = open_from({"lang": lang}, path)
+    at = open_link(path, {"lang": lang})
     assert_clean(at)
     missing = at.session_state[MISSING] if MISSING in at.session_state else set()
     assert not missing
@@ -95,7 +87,7 @@ def test_every_page_renders_in_both_languages(path, lang):
 
 @pytest.mark.parametrize("path", PATHS)
 def test_every_chart_offers_its_data_as_csv_and_itself_as_svg(path):
-    at = open_from({}, path)
+    at = open_link(path, {})
     keys = [b.key for b in at.get("download_button")]
     n_charts = len(at.get("vega_lite_chart"))
     assert sum(k.startswith("svg_") for k in keys) == n_charts

@@ -1,7 +1,6 @@
 import math
 
-from app_helpers import APP, assert_clean, metric
-from streamlit.testing.v1 import AppTest
+from app_helpers import assert_clean, metric, open_link
 
 PAGE = "views/flash_walkthrough.py"
 END = "max |tiled − naive|"
@@ -101,22 +100,13 @@ def test_hbm_ratio_follows_its_controls(open_page):
     assert any(f"= {sram_kb:.0f} KB on chip" in c.value for c in at.caption)
 
 
-def open_link(params: dict) -> AppTest:
-    """A fresh session opened from a copied link: only the query parameters travel."""
-    at = AppTest.from_file(APP, default_timeout=120)
-    for key, value in params.items():
-        at.query_params[key] = value
-    at.switch_page(PAGE)
-    return at.run()
-
-
 def test_a_link_opens_at_the_same_tile_step(open_page):
     at = open_page(PAGE)
     at.slider(key="flash_n").set_value(40).run()
     at.slider(key="flash_query_block").set_value(4).run()
     at.slider(key="flash_step").set_value(2).run()
     assert at.query_params["flash_step"] == "2"
-    again = open_link(dict(at.query_params))
+    again = open_link(PAGE, dict(at.query_params))
     assert_clean(again)
     assert (again.slider(key="flash_query_block").value, again.slider(key="flash_step").value) == (4, 2)
     assert again.dataframe[0].value.equals(at.dataframe[0].value)  # the row state after tile 2 of block 4
@@ -128,7 +118,7 @@ def test_play_leaves_the_last_tile_in_the_link(open_page):
     at.button(key="flash_play").click().run()
     assert at.query_params["flash_step"] == "3"
     assert "flash_play" not in at.query_params  # the button is an action, not a state
-    again = open_link(dict(at.query_params))
+    again = open_link(PAGE, dict(at.query_params))
     assert_clean(again)
     assert again.slider(key="flash_step").value == 3
     assert metric(again, END) == metric(at, END)
@@ -148,7 +138,7 @@ def test_a_growing_range_keeps_the_step_and_a_shrinking_one_pulls_it_back(open_p
 
 
 def test_a_step_outside_the_grid_in_a_link_is_ignored():
-    at = open_link({"flash_step": "9"})  # 4 key tiles at the defaults: 0..3
+    at = open_link(PAGE, {"flash_step": "9"})  # 4 key tiles at the defaults: 0..3
     assert_clean(at)
     assert at.slider(key="flash_step").value == 1
     assert any("flash_step" in toast.value for toast in at.toast)

@@ -1,5 +1,5 @@
 import pytest
-from app_helpers import APP, assert_clean, metric
+from app_helpers import assert_clean, metric, open_link
 from streamlit.testing.v1 import AppTest
 
 PAGE = "views/masks.py"
@@ -130,15 +130,6 @@ def test_bad_lengths_warn_and_leave_padding_out(open_page):
 EDITED = "101111-111111-111111-111111-111111-000000"  # row 0 hides key 1, row 5 hides every key
 
 
-def fresh(params: dict) -> AppTest:
-    """A new session opened from a link with these query parameters."""
-    at = AppTest.from_file(APP, default_timeout=120)
-    for key, value in params.items():
-        at.query_params[key] = value
-    at.switch_page(PAGE)
-    return at.run()
-
-
 def untick(at: AppTest, n: int = 6, *, retick: bool = False) -> None:
     """Untick the whole of row 5 and key 1 of row 0 in the editor (ticked again with retick), as a browser would."""
     at.session_state[f"custom_grid_{n}"] = {
@@ -150,7 +141,7 @@ def untick(at: AppTest, n: int = 6, *, retick: bool = False) -> None:
 
 
 def test_lengths_and_custom_grid_round_trip_through_the_url():
-    at = fresh({})
+    at = open_link(PAGE, {})
     at.pills(key="mask_parts").set_value(["padding", "custom"]).run()
     at.text_input(key="mask_lengths").set_value("5, 3").run()
     untick(at)
@@ -159,7 +150,7 @@ def test_lengths_and_custom_grid_round_trip_through_the_url():
     assert url["mask_lengths"] == "5, 3" and url["mask_grid"] == EDITED
     assert metric(at, "fully masked rows") == "5"
 
-    again = fresh(url)  # another student opens the copied link
+    again = open_link(PAGE, url)  # another student opens the copied link
     assert_clean(again)
     assert again.text_input(key="mask_lengths").value == "5, 3"
     assert again.pills(key="mask_parts").value == ["padding", "custom"]
@@ -169,7 +160,7 @@ def test_lengths_and_custom_grid_round_trip_through_the_url():
 
 
 def test_custom_grid_edits_apply_once_and_can_be_undone():
-    at = fresh({"mask_parts": "custom"})
+    at = open_link(PAGE, {"mask_parts": "custom"})
     untick(at)
     at.run()  # the edited grid is now the editor's start: applying the same ticks again changes nothing
     assert at.query_params["mask_grid"] == EDITED
@@ -180,7 +171,7 @@ def test_custom_grid_edits_apply_once_and_can_be_undone():
 
 
 def test_custom_grid_survives_a_page_switch_and_resets_with_n():
-    at = fresh({"mask_parts": "custom"})
+    at = open_link(PAGE, {"mask_parts": "custom"})
     untick(at)
     at.switch_page("views/home.py").run()
     at.switch_page(PAGE).run()
@@ -206,7 +197,7 @@ def test_custom_grid_survives_a_page_switch_and_resets_with_n():
     ],
 )
 def test_a_malformed_grid_in_the_link_is_ignored_with_a_notice(grid):
-    at = fresh({"mask_parts": "custom", "mask_grid": grid})
+    at = open_link(PAGE, {"mask_parts": "custom", "mask_grid": grid})
     assert_clean(at)
     assert any("mask_grid" in toast.value and "ignored" in toast.value for toast in at.toast)
     assert at.query_params["mask_grid"] == "-".join(["111111"] * 6)  # the URL now describes what is shown
@@ -214,18 +205,18 @@ def test_a_malformed_grid_in_the_link_is_ignored_with_a_notice(grid):
 
 
 def test_invalid_lengths_in_the_link_warn_like_typed_ones():
-    at = fresh({"mask_lengths": "6, 99"})
+    at = open_link(PAGE, {"mask_lengths": "6, 99"})
     assert_clean(at)
     assert at.text_input(key="mask_lengths").value == "6, 99"
     assert any("cannot exceed the sequence length n = 6" in w.value for w in at.warning)
     assert metric(at, "padding keys") == "0%"
-    too_long = fresh({"mask_lengths": "1, " * 30})  # over the input's 40 characters: refused, default kept
+    too_long = open_link(PAGE, {"mask_lengths": "1, " * 30})  # over the input's 40 characters: refused, default kept
     assert too_long.text_input(key="mask_lengths").value == "6, 2"
     assert any("mask_lengths" in toast.value for toast in too_long.toast)
 
 
 def test_a_teachers_link_can_fix_the_custom_grid_without_showing_the_editor():
-    at = fresh({"mask_parts": "custom", "mask_grid": EDITED, "hide": "mask_grid"})
+    at = open_link(PAGE, {"mask_parts": "custom", "mask_grid": EDITED, "hide": "mask_grid"})
     assert_clean(at)
     assert not any(e.label.startswith("Custom grid") for e in at.main.expander)  # no editor to untick
     assert metric(at, "fully masked rows") == "5"

@@ -1,5 +1,4 @@
-from app_helpers import APP, assert_clean, metric
-from streamlit.testing.v1 import AppTest
+from app_helpers import assert_clean, metric, open_link
 
 from attn_core.tables.multihead import D_MODELS, divisors
 
@@ -105,15 +104,6 @@ def test_the_seed_redraws_embeddings_and_weights(open_page):
     assert at.get("vega_lite_chart")[0].proto.datasets[0].data.data != before
 
 
-def open_link(params: dict) -> AppTest:
-    """A fresh session opened from a copied link: only the query parameters travel."""
-    at = AppTest.from_file(APP, default_timeout=120)
-    for key, value in params.items():
-        at.query_params[key] = value
-    at.switch_page(PAGE)
-    return at.run()
-
-
 def test_sentences_mode_and_heads_travel_in_the_link(open_page):
     at = open_page(PAGE)
     at.select_slider(key="mh_d_model").set_value(24).run()
@@ -124,7 +114,7 @@ def test_sentences_mode_and_heads_travel_in_the_link(open_page):
     assert_clean(at)
     params = dict(at.query_params)
     assert params["mh_sentence"] == "a dog runs home fast" and params["mh_source"] == "un chien court"
-    again = open_link(params)
+    again = open_link(PAGE, params)
     assert_clean(again)
     assert again.text_input(key="mh_sentence").value == "a dog runs home fast"
     assert again.text_input(key="mh_source").value == "un chien court"
@@ -135,7 +125,7 @@ def test_sentences_mode_and_heads_travel_in_the_link(open_page):
 
 
 def test_a_link_with_heads_that_do_not_divide_d_model_falls_back_to_the_default():
-    at = open_link({"mh_d_model": "24", "mh_heads": "5"})
+    at = open_link(PAGE, {"mh_d_model": "24", "mh_heads": "5"})
     assert_clean(at)
     assert at.radio(key="mh_heads").value == 4
     assert at.query_params["mh_heads"] == "4"  # the address now shows what the page shows

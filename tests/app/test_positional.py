@@ -1,8 +1,7 @@
 import math
 import re
 
-from app_helpers import APP, assert_clean, metric
-from streamlit.testing.v1 import AppTest
+from app_helpers import assert_clean, metric, open_link
 
 PAGE = "views/positional.py"
 
@@ -92,17 +91,8 @@ def test_size_controls_change_and_the_page_follows(open_page):
     assert float(metric(at, "all n positions")) < 1e-12
 
 
-def fresh(params: dict) -> AppTest:
-    """The page opened from a link with these query parameters, as a student's browser would."""
-    at = AppTest.from_file(APP, default_timeout=120)
-    for key, value in params.items():
-        at.query_params[key] = value
-    at.switch_page(PAGE)
-    return at.run()
-
-
 def test_a_frequency_whose_range_follows_d_model_round_trips_through_the_url():
-    at = fresh({})
+    at = open_link(PAGE, {})
     at.select_slider(key="pe_d_model").set_value(64).run()
     at.slider(key="pe_freq").set_value(20).run()
     at.multiselect(key="pe_periods").set_value([3, 5, 7, 11]).run()
@@ -113,7 +103,7 @@ def test_a_frequency_whose_range_follows_d_model_round_trips_through_the_url():
     url = dict(at.query_params)
     assert (url["pe_d_model"], url["pe_freq"], url["pe_periods"]) == ("128", "20", "3,5,7,11")
 
-    again = fresh(url)  # a student opens the copied link
+    again = open_link(PAGE, url)  # a student opens the copied link
     assert_clean(again)
     assert again.slider(key="pe_freq").value == 20 and again.slider(key="pe_freq").max == 63
     assert again.multiselect(key="pe_periods").value == [3, 5, 7, 11]
@@ -125,7 +115,7 @@ def test_a_frequency_whose_range_follows_d_model_round_trips_through_the_url():
 
 
 def test_a_link_with_too_many_periods_or_a_frequency_out_of_range_is_refused_with_a_notice():
-    at = fresh({"pe_periods": "2,3,5,7,11", "pe_d_model": "16", "pe_freq": "8"})
+    at = open_link(PAGE, {"pe_periods": "2,3,5,7,11", "pe_d_model": "16", "pe_freq": "8"})
     assert_clean(at)
     assert at.multiselect(key="pe_periods").value == [4, 6]
     assert at.slider(key="pe_freq").value == 2

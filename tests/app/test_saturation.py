@@ -1,8 +1,7 @@
 import json
 import math
 
-from app_helpers import APP, assert_clean
-from streamlit.testing.v1 import AppTest
+from app_helpers import assert_clean, open_link
 
 from attn_core.stats import random_logits, saturation_summary
 from attn_core.tables import saturation as tables
@@ -114,10 +113,7 @@ def test_typed_logits_travel_in_the_url(open_page):
     at.radio(key="sat_scale").set_value("unscaled").run()
     assert_clean(at)
     assert at.query_params["sat_logits"] == "6, -1.5, 0"
-    again = AppTest.from_file(APP, default_timeout=120)
-    for key, value in dict(at.query_params).items():
-        again.query_params[key] = value
-    again.switch_page(PAGE).run()
+    again = open_link(PAGE, dict(at.query_params))
     assert_clean(again)
     assert again.text_input(key="sat_logits").value == "6, -1.5, 0"
     assert again.radio(key="sat_scale").value == "unscaled"

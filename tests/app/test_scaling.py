@@ -3,8 +3,7 @@ import math
 import types
 
 import pytest
-from app_helpers import APP, assert_clean
-from streamlit.testing.v1 import AppTest
+from app_helpers import assert_clean, open_link
 
 import attn_core.bench as bench
 from attn_core.bench import ROW_FIELDS, write_csv
@@ -179,15 +178,6 @@ def test_without_recorded_runs_the_page_says_how_to_record_them(open_page, tmp_p
 FORM = {**TINY, "bench_budget_mb": 64, "bench_time_limit": 10, "bench_causal": True}
 
 
-def open_link(params: dict) -> AppTest:
-    """A fresh session opened from a copied link (the page and its query parameters)."""
-    at = AppTest.from_file(APP, default_timeout=120)
-    for key, value in params.items():
-        at.query_params[key] = value
-    at.switch_page(PAGE)
-    return at.run()
-
-
 def form_values(at) -> dict:
     return {
         **{key: at.select_slider(key=key).value for key in (*TINY, "bench_budget_mb")},
@@ -205,7 +195,7 @@ def test_the_form_travels_in_the_url_and_a_link_fills_it_in_without_running(open
     link = dict(at.query_params)
     assert {key: link[key] for key in FORM} == {key: str(v).lower() for key, v in FORM.items()}
 
-    again = open_link(link)  # a student opens the copied link
+    again = open_link(PAGE, link)  # a student opens the copied link
     assert_clean(again)
     assert form_values(again) == FORM
     assert again.multiselect(key="bench_methods").value == ["naive", "tiled"]
@@ -220,7 +210,7 @@ def test_the_form_travels_in_the_url_and_a_link_fills_it_in_without_running(open
 
 
 def test_a_link_without_form_settings_runs_at_once(open_page):
-    at = open_link({"bench_methods": "sdpa", "bench_log_axes": "false"})
+    at = open_link(PAGE, {"bench_methods": "sdpa", "bench_log_axes": "false"})
     assert_clean(at)
     assert len(at.get("vega_lite_chart")) == 2 and x_scale(at) == "linear"
     assert not any("Run benchmark" in info.value for info in at.info)

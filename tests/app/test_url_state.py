@@ -1,21 +1,13 @@
 """Controls mirrored in the URL: set controls -> URL -> a fresh app from that URL -> the same view."""
 
-from app_helpers import APP, assert_clean, metric
+from app_helpers import APP, assert_clean, metric, open_link
 from streamlit.testing.v1 import AppTest
 
 PAGE = "views/sqrt_dk.py"
 
 
-def fresh(params: dict) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=120)
-    for key, value in params.items():
-        at.query_params[key] = value
-    at.switch_page(PAGE)
-    return at.run()
-
-
 def test_controls_round_trip_through_the_url():
-    at = fresh({})
+    at = open_link(PAGE, {})
     at.select_slider(key="d_k").set_value(256).run()
     at.selectbox(key="distribution").set_value("shifted").run()
     at.slider(key="mean").set_value(1.2).run()
@@ -26,7 +18,7 @@ def test_controls_round_trip_through_the_url():
     assert url["d_k"] == "256" and url["distribution"] == "shifted" and url["seed"] == "42"
     view = metric(at, "Var(q·k)")
 
-    again = fresh(url)  # another student opens the copied link
+    again = open_link(PAGE, url)  # another student opens the copied link
     assert_clean(again)
     assert again.select_slider(key="d_k").value == 256
     assert again.selectbox(key="distribution").value == "shifted"
@@ -37,7 +29,8 @@ def test_controls_round_trip_through_the_url():
 
 
 def test_invalid_or_hostile_values_fall_back_to_defaults_with_a_notice():
-    at = fresh(
+    at = open_link(
+        PAGE,
         {
             "d_k": "100",  # not an option
             "temperature": "nan",
@@ -46,7 +39,7 @@ def test_invalid_or_hostile_values_fall_back_to_defaults_with_a_notice():
             "seed": "-5",
             "overlay": "maybe",
             "n_pairs": "9" * 500,
-        }
+        },
     )
     assert_clean(at)
     assert at.select_slider(key="d_k").value == 64
@@ -60,7 +53,7 @@ def test_invalid_or_hostile_values_fall_back_to_defaults_with_a_notice():
 
 
 def test_state_survives_a_page_switch():
-    at = fresh({})
+    at = open_link(PAGE, {})
     at.select_slider(key="d_k").set_value(512).run()
     at.switch_page("views/home.py").run()
     at.switch_page(PAGE).run()
@@ -75,11 +68,7 @@ def round_trip(page: str, change) -> tuple[AppTest, AppTest]:
     at.run()
     change(at)
     assert_clean(at)
-    again = AppTest.from_file(APP, default_timeout=120)
-    for key, value in dict(at.query_params).items():
-        again.query_params[key] = value
-    again.switch_page(page)
-    again.run()
+    again = open_link(page, dict(at.query_params))
     assert_clean(again)
     return at, again
 

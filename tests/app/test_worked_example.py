@@ -1,7 +1,7 @@
 import re
 
 import numpy as np
-from app_helpers import APP, assert_clean, metric
+from app_helpers import assert_clean, metric, open_link
 from streamlit.testing.v1 import AppTest
 
 from attn_core.tables import worked_example as tables
@@ -67,15 +67,6 @@ def test_every_control_changes_the_steps(open_page):
     assert after.computed != before and after.verdict == "✓"
 
 
-def fresh(params: dict) -> AppTest:
-    """The page opened from a link with these query parameters, as a student's browser would."""
-    at = AppTest.from_file(APP, default_timeout=120)
-    for key, value in params.items():
-        at.query_params[key] = value
-    at.switch_page(PAGE)
-    return at.run()
-
-
 def edit(at: AppTest, editor: str, cells: dict) -> AppTest:
     """Type into a data editor: {row: {column: value}}, as the browser sends it."""
     at.session_state[editor] = {"edited_rows": cells, "added_rows": [], "deleted_rows": []}
@@ -83,7 +74,7 @@ def edit(at: AppTest, editor: str, cells: dict) -> AppTest:
 
 
 def test_edited_matrices_and_controls_round_trip_through_the_url():
-    at = fresh({})
+    at = open_link(PAGE, {})
     at.radio(key="we_example").set_value("four_tokens").run()
     at.selectbox(key="we_token_four_tokens").set_value(3).run()
     at.toggle(key="we_scaled").set_value(False).run()
@@ -95,7 +86,7 @@ def test_edited_matrices_and_controls_round_trip_through_the_url():
     assert url["we_v_four_tokens"] == "0,0;1,1e-05;1,1;0,1"
     assert url["we_q_four_tokens"] == "2,0;1,1;0,-2;-1,1"  # untouched: the example's numbers
 
-    again = fresh(url)  # a student opens the copied link
+    again = open_link(PAGE, url)  # a student opens the copied link
     assert_clean(again)
     assert again.radio(key="we_example").value == "four_tokens"
     assert again.selectbox(key="we_token_four_tokens").value == 3
@@ -109,12 +100,13 @@ def test_edited_matrices_and_controls_round_trip_through_the_url():
 
 
 def test_hostile_matrices_in_the_link_are_refused_with_a_notice():
-    at = fresh(
+    at = open_link(
+        PAGE,
         {
             "we_q_two_tokens": "nan,0,1;0,2,1",
             "we_k_two_tokens": "1,1;0,1",  # 2 x 2, not 2 x 3
             "we_v_two_tokens": "9" * 500,
-        }
+        },
     )
     assert_clean(at)
     assert [df.value.to_numpy().tolist() for df in at.data_editor] == [
@@ -128,7 +120,7 @@ def test_hostile_matrices_in_the_link_are_refused_with_a_notice():
 
 
 def test_edits_survive_switching_examples_and_pages_until_reset():
-    at = fresh({})
+    at = open_link(PAGE, {})
     edit(at, "we_editor_q_two_tokens_0", {0: {"d1": 3}})
     at.radio(key="we_example").set_value("four_tokens").run()
     at.radio(key="we_example").set_value("two_tokens").run()
@@ -143,7 +135,7 @@ def test_edits_survive_switching_examples_and_pages_until_reset():
 
 
 def test_an_emptied_cell_warns_and_the_link_keeps_the_last_valid_matrix():
-    at = fresh({})
+    at = open_link(PAGE, {})
     edit(at, "we_editor_v_two_tokens_0", {1: {"d3": 7}})
     edit(at, "we_editor_v_two_tokens_0", {1: {"d3": None}})
     assert not at.exception
@@ -154,7 +146,7 @@ def test_an_emptied_cell_warns_and_the_link_keeps_the_last_valid_matrix():
 def test_the_claims_are_described_in_the_viewers_language():
     by_key = {c.key: c for c in tables.CLAIMS}
     assert {key: by_key[key].claim for key in by_key} == td_en("claims")  # English as the library states them
-    at = fresh({"lang": "zh"})
+    at = open_link(PAGE, {"lang": "zh"})
     assert_clean(at)
     table = next(df.value for df in at.dataframe if "verdict" in df.value.columns)
     assert "d_k = 64 时实测" in " ".join(table.claim)
@@ -164,7 +156,7 @@ def test_the_claims_are_described_in_the_viewers_language():
 
 
 def test_a_teacher_can_fix_a_matrix_the_class_cannot_edit():
-    at = fresh({"hide": "we_k_two_tokens", "we_k_two_tokens": "1,1,0;1,1,0"})  # two equal keys
+    at = open_link(PAGE, {"hide": "we_k_two_tokens", "we_k_two_tokens": "1,1,0;1,1,0"})  # two equal keys
     assert_clean(at)
     assert [df.key for df in at.data_editor] == ["we_editor_q_two_tokens_0", "we_editor_v_two_tokens_0"]
     assert r"\begin{bmatrix}1 & 1\\2 & 2\end{bmatrix}" in _latex(at)  # S = QK^T: equal keys, equal scores
