@@ -193,8 +193,14 @@ def keep(key: str, value, label: str | None = None) -> None:
 
 
 def slider(label: str, lo, hi, default, step, *, key: str, where=st, **kwargs):
-    """A numeric slider; ints when lo, hi, default and step are all ints."""
+    """A numeric slider; ints when lo, hi, default and step are all ints.
+
+    A value already in the session is pulled inside [lo, hi] and kept when the range changes (pages whose
+    range follows another control: Streamlit would otherwise treat the slider as new and restart it at lo).
+    """
     kind = int if all(isinstance(x, int) for x in (lo, hi, default, step)) else float
+    if key in st.session_state:  # set, not left to the widget: a new range is a new widget that would restart at lo
+        st.session_state[key] = min(max(st.session_state[key], lo), hi)
     return _draw(
         where.slider,
         key,
@@ -230,30 +236,18 @@ def select_slider(label: str, options: Sequence, default, *, key: str, where=st,
     )
 
 
+def _indexed(widget: Callable, label: str, options: Sequence, default, key: str, kwargs: dict):
+    """A widget whose default is given as an index into its options (selectbox, radio)."""
+    index = {"index": list(options).index(default)}
+    return _draw(widget, key, _choice(options), default, index, label=label, options=options, **kwargs)
+
+
 def selectbox(label: str, options: Sequence, default, *, key: str, where=st, **kwargs):
-    return _draw(
-        where.selectbox,
-        key,
-        _choice(options),
-        default,
-        {"index": list(options).index(default)},
-        label=label,
-        options=options,
-        **kwargs,
-    )
+    return _indexed(where.selectbox, label, options, default, key, kwargs)
 
 
 def radio(label: str, options: Sequence, default, *, key: str, where=st, **kwargs):
-    return _draw(
-        where.radio,
-        key,
-        _choice(options),
-        default,
-        {"index": list(options).index(default)},
-        label=label,
-        options=options,
-        **kwargs,
-    )
+    return _indexed(where.radio, label, options, default, key, kwargs)
 
 
 def text_input(label: str, default: str, *, key: str, max_chars: int, where=st, **kwargs):

@@ -32,8 +32,6 @@ def _index_slider(label: str, key: str, count: int, default: int, help: str, whe
         where.caption(t("flash_walkthrough.controls.only_one", label=label))
         controls.keep(key, 0, label)
         return 0
-    if key in st.session_state:  # set, not left to the widget: a new range is a new widget that would restart at 0
-        st.session_state[key] = min(st.session_state[key], count - 1)
     return controls.slider(label, 0, count - 1, min(default, count - 1), 1, key=key, where=where, help=help)
 
 

@@ -93,8 +93,7 @@ def custom_grid(n: int) -> tables.Grid:
             shown = st.data_editor(frame, column_config=config, num_rows="fixed", key=f"custom_grid_{n}")
         edited = shown.to_numpy().tolist()
     grid = tables.parse_grid(edited, n)
-    st.session_state[GRID] = grid_text(grid)  # the next run, or a later visit to the page, starts from here
-    controls.keep(GRID, grid_text(grid), t("masks.grid.label"))
+    controls.keep(GRID, grid_text(grid), t("masks.grid.label"))  # the next run, or a later visit, starts here
     return grid
 
 

@@ -59,8 +59,6 @@ with st.container(border=True):
     pos = controls.slider(t("positional.controls.pos"), 0, 200, 10, 1, key="pe_pos", where=s1)
     k = controls.slider(t("positional.controls.k"), -32, 32, 5, 1, key="pe_k", where=s2)
     last = d_model // 2 - 1  # the frequencies of this d_model: a smaller d_model pulls the chosen one back inside
-    if "pe_freq" in st.session_state:  # re-set each run: a new range is a new slider, which would start at 0
-        st.session_state["pe_freq"] = min(st.session_state["pe_freq"], last)
     freq = controls.slider(t("positional.controls.freq"), 0, last, min(2, last), 1, key="pe_freq", where=s3)
 r1, r2, r3 = st.columns([3, 2, 2])
 with friendly_errors(t("positional.errors.shift")):
