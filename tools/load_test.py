@@ -197,11 +197,14 @@ async def run_ws_session(url: str, idx: int, changes: int, timeout_s: float, see
         result.errors.append(f"session {idx}: {type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}")
 
 
-async def run_ws_sessions(url: str, sessions: int, changes: int, timeout_s: float = 60, seed: int = 0, total_s=900):
-    """N concurrent websocket sessions, all cut off after total_s; returns their results and the wall time."""
+async def _all_sessions(session, sessions: int, changes: int, total_s: float):
+    """Run session(i, result) for every i at once, cutting off any still running after total_s.
+
+    Returns the results and the wall time.
+    """
     results = [SessionResult(planned=changes) for _ in range(sessions)]
     start = time.perf_counter()
-    jobs = [asyncio.create_task(run_ws_session(url, i, changes, timeout_s, seed, r)) for i, r in enumerate(results)]
+    jobs = [asyncio.create_task(session(i, r)) for i, r in enumerate(results)]
     _, late = await asyncio.wait(jobs, timeout=total_s)
     for i, job in enumerate(jobs):
         if job in late:
@@ -211,26 +214,27 @@ async def run_ws_sessions(url: str, sessions: int, changes: int, timeout_s: floa
     return results, time.perf_counter() - start
 
 
+async def run_ws_sessions(url: str, sessions: int, changes: int, timeout_s: float = 60, seed: int = 0, total_s=900):
+    """N concurrent websocket sessions, all cut off after total_s; returns their results and the wall time."""
+
+    async def session(i: int, result: SessionResult) -> None:
+        await run_ws_session(url, i, changes, timeout_s, seed, result)
+
+    return await _all_sessions(session, sessions, changes, total_s)
+
+
 async def run_sessions(url: str, sessions: int, changes: int, timeout_s: float = 60, seed: int = 0, total_s=900):
     """N concurrent sessions from one browser, all cut off after total_s; returns their results and the wall time."""
     from playwright.async_api import async_playwright
 
-    results = [SessionResult(planned=changes) for _ in range(sessions)]
     async with async_playwright() as pw:
         browser = await pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+
+        async def session(i: int, result: SessionResult) -> None:
+            await run_session(browser, url, i, changes, 1000 * timeout_s, seed, result)
+
         try:
-            start = time.perf_counter()
-            jobs = [
-                asyncio.create_task(run_session(browser, url, i, changes, 1000 * timeout_s, seed, r))
-                for i, r in enumerate(results)
-            ]
-            _, late = await asyncio.wait(jobs, timeout=total_s)
-            for i, job in enumerate(jobs):
-                if job in late:
-                    job.cancel()
-                    results[i].errors.append(f"session {i}: cut off by the global timeout ({total_s:.0f} s)")
-            await asyncio.gather(*late, return_exceptions=True)
-            return results, time.perf_counter() - start
+            return await _all_sessions(session, sessions, changes, total_s)
         finally:
             await browser.close()
 
