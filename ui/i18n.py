@@ -88,8 +88,13 @@ def tl(key: str, /, **values) -> list[str]:
     return [fill(text, values) for text in value]
 
 
+@functools.cache
+def _table(prefix: str) -> tuple[str, ...]:
+    """The names of the strings directly under a TOML table (looked up once per table, not per run)."""
+    start = prefix + "."
+    return tuple(k[len(start) :] for k in catalog(DEFAULT) if k.startswith(start) and "." not in k[len(start) :])
+
+
 def td(prefix: str, /, **values) -> dict[str, str]:
     """Every string under a TOML table, by its name in the table: the `text` a chart builder takes."""
-    start = prefix + "."
-    names = [k[len(start) :] for k in catalog(DEFAULT) if k.startswith(start) and "." not in k[len(start) :]]
-    return {name: t(start + name, **values) for name in names}
+    return {name: t(f"{prefix}.{name}", **values) for name in _table(prefix)}
