@@ -26,6 +26,7 @@ import urllib.parse
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
+from browser_helpers import wait_for_app  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from tools.controls import KINDS, real_options  # noqa: E402
@@ -72,16 +73,6 @@ def heaviest_params(path: str) -> dict[str, str]:
     return {**dict(at.query_params), **in_form}
 
 
-def wait_idle(page, timeout_ms: int) -> None:
-    page.wait_for_selector('[data-testid="stMainBlockContainer"] [data-testid="stHeading"]', timeout=timeout_ms)
-    page.wait_for_function(
-        """() => { const app = document.querySelector('[data-testid="stApp"]');
-                   return app && app.dataset.testScriptState !== 'running'; }""",
-        timeout=timeout_ms,
-    )
-    page.wait_for_timeout(500)
-
-
 def measure(timeout_s: float, names: list[str] | None = None) -> tuple[float, list[dict]]:
     from playwright.sync_api import sync_playwright
 
@@ -91,19 +82,19 @@ def measure(timeout_s: float, names: list[str] | None = None) -> tuple[float, li
         browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         page = browser.new_context(viewport={"width": 1400, "height": 1800}).new_page()
         page.goto(srv.url)
-        wait_idle(page, 120_000)
+        wait_for_app(page, 120_000)
         baseline = tree_rss_mb(srv.proc.pid)
         sampler = MemorySampler(srv.proc.pid, interval=0.1)
         sampler.start()
         for info, params in plans:
             before, t0 = tree_rss_mb(srv.proc.pid), time.monotonic()
             page.goto(f"{srv.url}/{info.name}?{urllib.parse.urlencode(params)}")
-            wait_idle(page, int(timeout_s * 1000))
+            wait_for_app(page, int(timeout_s * 1000))
             submit = page.locator('[data-testid="stFormSubmitButton"] button')
             if submit.count():
                 submit.first.click()
                 page.wait_for_timeout(500)
-                wait_idle(page, int(timeout_s * 1000))
+                wait_for_app(page, int(timeout_s * 1000))
             errors = page.locator('[data-testid="stException"], [data-testid="stAlertContentError"]').count()
             t1 = time.monotonic()
             rows.append(
