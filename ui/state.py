@@ -24,7 +24,6 @@ _KEPT = "_kept_controls"  # {key: value} of every control seen in this session
 _SEEN = "_url_values_seen"  # {key: raw URL value already applied}, so a URL value is adopted once
 _NOTICES = "_url_notices"
 _THIS_RUN = "_controls_this_run"  # {key: label} of the controls the current run has drawn (the teacher panel)
-_HIDDEN = "_hidden_controls"
 HIDE = "hide"  # URL parameter: comma-separated control keys a teacher hides from the class ("sidebar" too)
 _NAME = re.compile(r"[a-z][a-z0-9_]{0,40}")
 MAX_HIDDEN = 40
@@ -126,27 +125,22 @@ def _publish(key: str, value) -> None:
         st.query_params[key] = text
 
 
+def _names(raw: str) -> frozenset[str]:
+    names = [n for n in raw.split(",") if n]
+    if len(names) > MAX_HIDDEN or not all(_NAME.fullmatch(n) for n in names):
+        raise Refused("names")
+    return frozenset(names)
+
+
 def begin_run() -> None:
     """Called once at the top of every run: forget the previous run's controls, read the teacher's `hide`."""
     st.session_state[_THIS_RUN] = {}
-    raw = st.query_params.get(HIDE)
-    seen = st.session_state.setdefault(_SEEN, {})
-    if raw is not None and seen.get(HIDE) != raw:
-        seen[HIDE] = raw
-        names = [n for n in raw.split(",") if n] if len(raw) <= MAX_URL_VALUE else None
-        if names is None or len(names) > MAX_HIDDEN or not all(_NAME.fullmatch(n) for n in names):
-            st.session_state.setdefault(_NOTICES, []).append((HIDE, Refused("names")))
-        else:
-            st.session_state[_HIDDEN] = frozenset(names)
+    _restore(HIDE, _names)
 
 
 def hidden() -> frozenset[str]:
     """The controls (and "sidebar") a teacher's link hides from the class."""
-    return st.session_state.get(_HIDDEN, frozenset())
-
-
-def set_hidden(names) -> None:
-    st.session_state[_HIDDEN] = frozenset(n for n in names if _NAME.fullmatch(n))
+    return st.session_state.get(HIDE, frozenset())
 
 
 def publish_hidden() -> None:
