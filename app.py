@@ -3,10 +3,10 @@
 import streamlit as st
 import torch
 
-from ui.frame import lesson_bar, page_title, share_panel, sidebar
-from ui.i18n import t
-from ui.registry import PAGES, SECTIONS
-from ui.state import publish_hidden, url_notices
+from explorer.ui.frame import lesson_bar, page_title, share_panel, sidebar
+from explorer.ui.i18n import t
+from explorer.ui.registry import PAGES, SECTIONS
+from explorer.ui.state import publish_hidden, url_notices
 
 # The pages' tensors are small: one thread per op wastes no time waking a pool and lets 30 sessions
 # share two cores instead of fighting over them.

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from ui.i18n import LANGUAGES, catalog, fields
+from explorer.ui.i18n import LANGUAGES, catalog, fields
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 WORDS = re.compile(r"[A-Za-z]{2,}")
@@ -45,7 +45,7 @@ def test_chinese_prose_is_translated():
 
 def test_every_key_the_code_names_exists():
     en = catalog("en")
-    sources = [*ROOT.glob("views/*.py"), *ROOT.glob("ui/*.py"), ROOT / "app.py"]
+    sources = [*ROOT.glob("views/*.py"), *ROOT.glob("explorer/ui/*.py"), ROOT / "app.py"]
     for path in sources:
         for kind, key in LOOKUP.findall(path.read_text()):
             if kind == "d":

@@ -3,6 +3,7 @@
 import pathlib
 import subprocess
 import sys
+import tomllib
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / ".ci"))
@@ -33,6 +34,30 @@ def test_requirements_are_pinned_and_dev_includes_app():
     assert "-r requirements.txt" in (ROOT / "requirements-dev.txt").read_text()
 
 
-def test_library_never_imports_streamlit():
-    offenders = [p.name for p in (ROOT / "attn_core").glob("*.py") if "import streamlit" in p.read_text()]
+def test_library_never_imports_app_libraries():
+    """attn_core is a library an engineer installs alone: torch (and triton, optional), nothing of the app."""
+    code = (
+        "import sys, attn_core, attn_core.bench, attn_core.budget, attn_core.tiled;"
+        "print(','.join(sorted(m for m in ('pandas', 'altair', 'streamlit', 'explorer') if m in sys.modules)))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert out.stdout.strip() == ""
+    sources = [p for p in (ROOT / "attn_core").rglob("*.py")]
+    offenders = [
+        p.name
+        for p in sources
+        for line in p.read_text().splitlines()
+        if line.lstrip().startswith(("import ", "from "))
+        and any(f" {m}" in line.split("#")[0] for m in ("pandas", "altair", "streamlit", "explorer"))
+    ]
     assert offenders == []
+
+
+def test_library_declares_its_own_dependencies():
+    """`pip install .` gives attn_core with torch (triton optional), and only attn_core."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    deps = project["project"]["dependencies"]
+    assert [d.split(">")[0].split("=")[0] for d in deps] == ["torch"]
+    assert project["project"]["optional-dependencies"]["triton"][0].startswith("triton")
+    assert project["tool"]["setuptools"]["packages"] == ["attn_core"]
+    assert "pip install ." in (ROOT / "README.md").read_text()

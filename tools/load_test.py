@@ -43,8 +43,8 @@ from dataclasses import dataclass, field
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from explorer.ui.registry import PAGES  # noqa: E402
 from tools.server import CHROMIUM, CHROMIUM_ARGS, streamlit_server  # noqa: E402
-from ui.registry import PAGES  # noqa: E402
 
 PAGE_NAMES = [pathlib.Path(p.path).stem for p in PAGES]
 VIEWPORT = {"width": 1400, "height": 1000}

@@ -22,8 +22,8 @@ sys.path.insert(0, str(ROOT))
 
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
+from explorer.ui.registry import PAGES  # noqa: E402
 from tools.controls import controls, set_random  # noqa: E402
-from ui.registry import PAGES  # noqa: E402
 
 
 def measure(path: str, rounds: int, seed: int) -> list[float]:

@@ -29,10 +29,10 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 from browser_helpers import wait_for_app  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
+from explorer.ui.registry import PAGES  # noqa: E402
 from tools.controls import KINDS, real_options  # noqa: E402
 from tools.load_test import MemorySampler, machine, tree_rss_mb  # noqa: E402
 from tools.server import CHROMIUM, CHROMIUM_ARGS, streamlit_server  # noqa: E402
-from ui.registry import PAGES  # noqa: E402
 
 APP = str(ROOT / "app.py")
 

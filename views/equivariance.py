@@ -2,11 +2,11 @@ import math
 
 import streamlit as st
 
-from attn_core.charts import equivariance as charts
-from attn_core.tables import equivariance as tables
-from ui import state as controls
-from ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed
-from ui.i18n import t, td, tl
+from explorer.charts import equivariance as charts
+from explorer.tables import equivariance as tables
+from explorer.ui import state as controls
+from explorer.ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed
+from explorer.ui.i18n import t, td, tl
 
 KINDS = list(tables.PERMUTATION_CHOICES)
 WIDTHS = [2, 4, 8, 16, 32, 64]  # even: sinusoidal encodings come in sin/cos pairs

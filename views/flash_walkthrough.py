@@ -2,11 +2,11 @@ import time
 
 import streamlit as st
 
-from attn_core.charts import flash as charts
-from attn_core.tables import flash as tables
-from ui import state as controls
-from ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed
-from ui.i18n import t, td, tl
+from explorer.charts import flash as charts
+from explorer.tables import flash as tables
+from explorer.ui import state as controls
+from explorer.ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed
+from explorer.ui.i18n import t, td, tl
 
 BLOCKS = [2, 4, 8, 16, 32]
 HBM_SIZES = [16, 32, 64, 128, 256]

@@ -1,12 +1,12 @@
 import pandas as pd
 import streamlit as st
 
-from attn_core.charts import geometry as charts
-from attn_core.charts.common import to_spec
-from attn_core.tables import geometry as tables
-from ui import state as controls
-from ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed
-from ui.i18n import t, td, tl
+from explorer.charts import geometry as charts
+from explorer.charts.common import to_spec
+from explorer.tables import geometry as tables
+from explorer.ui import state as controls
+from explorer.ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed
+from explorer.ui.i18n import t, td, tl
 
 PARITY_D = [2, 4, 8, 16, 32, 64, 128]
 HIDDEN = [4, 8, 16, 32, 64, 128]

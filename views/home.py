@@ -1,8 +1,8 @@
 import streamlit as st
 
-from ui.frame import page_title
-from ui.i18n import t
-from ui.registry import PAGES, SECTIONS
+from explorer.ui.frame import page_title
+from explorer.ui.i18n import t
+from explorer.ui.registry import PAGES, SECTIONS
 
 CARDS_PER_ROW = 3
 

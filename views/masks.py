@@ -3,11 +3,11 @@ import re
 import pandas as pd
 import streamlit as st
 
-from attn_core.charts import masks as charts
-from attn_core.tables import masks as tables
-from ui import state as controls
-from ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed
-from ui.i18n import t, td, tl
+from explorer.charts import masks as charts
+from explorer.tables import masks as tables
+from explorer.ui import state as controls
+from explorer.ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed
+from explorer.ui.i18n import t, td, tl
 
 GRID = "mask_grid"  # the custom grid in the URL: one row of 0/1 per query, rows joined by "-" (1 = may attend)
 

@@ -1,11 +1,11 @@
 import pandas as pd
 import streamlit as st
 
-from attn_core.charts import multihead as charts
-from attn_core.tables import multihead as tables
-from ui import state as controls
-from ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed
-from ui.i18n import t, td, tl
+from explorer.charts import multihead as charts
+from explorer.tables import multihead as tables
+from explorer.ui import state as controls
+from explorer.ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed
+from explorer.ui.i18n import t, td, tl
 
 MODES = ["self", "cross"]
 

@@ -2,11 +2,11 @@ import math
 
 import streamlit as st
 
-from attn_core.charts import positional as charts
-from attn_core.tables import positional as tables
-from ui import state as controls
-from ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed
-from ui.i18n import t, td, tl
+from explorer.charts import positional as charts
+from explorer.tables import positional as tables
+from explorer.ui import state as controls
+from explorer.ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed
+from explorer.ui.i18n import t, td, tl
 
 AMPLITUDES = (0.0, 0.01, 0.02, 0.05) + tuple(round(0.1 * i, 1) for i in range(1, 21))  # the slider's 0.1 steps
 PERIODS = list(range(2, 17))

@@ -2,12 +2,12 @@ import math
 
 import streamlit as st
 
-from attn_core.charts import saturation as charts
-from attn_core.charts.common import to_spec
-from attn_core.tables import saturation as tables
-from ui import state as controls
-from ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed
-from ui.i18n import t, td, tl
+from explorer.charts import saturation as charts
+from explorer.charts.common import to_spec
+from explorer.tables import saturation as tables
+from explorer.ui import state as controls
+from explorer.ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed
+from explorer.ui.i18n import t, td, tl
 
 N_KEYS = [2, 4, 8, 16, 32, 64]
 SCALES = ["scaled", "unscaled"]

@@ -4,12 +4,12 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from attn_core.charts import scaling as charts
-from attn_core.charts.common import to_spec
-from attn_core.tables import scaling as tables
-from ui import state as controls
-from ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed
-from ui.i18n import t, td, tl
+from explorer.charts import scaling as charts
+from explorer.charts.common import to_spec
+from explorer.tables import scaling as tables
+from explorer.ui import state as controls
+from explorer.ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed
+from explorer.ui.i18n import t, td, tl
 
 # recorded runs; the variable lets a test point the page at a folder of its own
 BENCHMARKS = Path(os.environ.get("ATTN_BENCHMARKS_DIR") or Path(__file__).resolve().parents[1] / "benchmarks")

@@ -1,11 +1,11 @@
 import streamlit as st
 
-from attn_core.charts import sqrt_dk as charts
 from attn_core.stats import DISTRIBUTIONS
-from attn_core.tables import sqrt_dk as tables
-from ui import state as controls
-from ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed
-from ui.i18n import t, td, tl
+from explorer.charts import sqrt_dk as charts
+from explorer.tables import sqrt_dk as tables
+from explorer.ui import state as controls
+from explorer.ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed
+from explorer.ui.i18n import t, td, tl
 
 SWEEP_PAIRS = 2000  # per d_k in the sweep: a 3% standard error on each variance, one cheap draw
 PAIRS = [1000, 2000, 5000, 10000, 20000]

@@ -2,11 +2,11 @@ import math
 
 import streamlit as st
 
-from attn_core.charts import worked_example as charts
-from attn_core.tables import worked_example as tables
-from ui import state as controls
-from ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed
-from ui.i18n import t, td, tl
+from explorer.charts import worked_example as charts
+from explorer.tables import worked_example as tables
+from explorer.ui import state as controls
+from explorer.ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed
+from explorer.ui.i18n import t, td, tl
 
 steps_of = st.cache_data(max_entries=64)(tables.attention_steps)
 claims = st.cache_data(max_entries=16)(tables.check_claims)

@@ -9,8 +9,8 @@ import pandas as pd
 from app_helpers import assert_clean, metric, open_link
 from streamlit.testing.v1 import AppTest
 
-from ui.frame import PROJECTOR_CHART, svg
-from ui.registry import PAGES
+from explorer.ui.frame import PROJECTOR_CHART, svg
+from explorer.ui.registry import PAGES
 
 PAGE = "views/sqrt_dk.py"
 

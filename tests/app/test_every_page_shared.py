@@ -12,9 +12,9 @@ import pytest
 from app_helpers import assert_clean, open_link
 from streamlit.testing.v1 import AppTest
 
+from explorer.ui.i18n import LANGUAGES, MISSING, catalog
+from explorer.ui.registry import PAGES
 from tools.controls import controls, set_random, values
-from ui.i18n import LANGUAGES, MISSING, catalog
-from ui.registry import PAGES
 
 CHANGES = 5
 PATHS = [p.path for p in PAGES]

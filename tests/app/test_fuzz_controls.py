@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from streamlit.testing.v1 import AppTest
 
+from explorer.ui.registry import PAGES
 from tools.controls import controls, set_random
-from ui.registry import PAGES
 
 CHANGES = 6
 

@@ -2,7 +2,7 @@ import math
 
 from app_helpers import assert_clean, metric
 
-from attn_core.tables import geometry as tables
+from explorer.tables import geometry as tables
 
 PAGE = "views/geometry.py"
 

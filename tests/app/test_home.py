@@ -1,8 +1,8 @@
 from app_helpers import APP, assert_clean
 from streamlit.testing.v1 import AppTest
 
-from ui.i18n import catalog
-from ui.registry import PAGES
+from explorer.ui.i18n import catalog
+from explorer.ui.registry import PAGES
 
 
 def test_home_has_a_card_per_page_and_the_shared_sidebar():

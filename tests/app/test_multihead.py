@@ -1,6 +1,6 @@
 from app_helpers import assert_clean, metric, open_link
 
-from attn_core.tables.multihead import D_MODELS, divisors
+from explorer.tables.multihead import D_MODELS, divisors
 
 PAGE = "views/multihead.py"
 

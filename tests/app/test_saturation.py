@@ -4,7 +4,7 @@ import math
 from app_helpers import assert_clean, open_link
 
 from attn_core.stats import random_logits, saturation_summary
-from attn_core.tables import saturation as tables
+from explorer.tables import saturation as tables
 
 PAGE = "views/saturation.py"
 

@@ -4,8 +4,8 @@ import numpy as np
 from app_helpers import assert_clean, metric, open_link
 from streamlit.testing.v1 import AppTest
 
-from attn_core.tables import worked_example as tables
-from ui.i18n import catalog
+from explorer.tables import worked_example as tables
+from explorer.ui.i18n import catalog
 
 PAGE = "views/worked_example.py"
 

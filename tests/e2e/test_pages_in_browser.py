@@ -3,7 +3,7 @@ import pathlib
 import pytest
 from browser_helpers import SCREENSHOTS, wait_for_app
 
-from ui.registry import PAGES
+from explorer.ui.registry import PAGES
 
 pytestmark = pytest.mark.e2e
 

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 import altair as alt
 import pandas as pd
 
-from attn_core.charts.common import HEIGHT, heatmap, label_expr, named_color
+from explorer.charts.common import HEIGHT, heatmap, label_expr, named_color
 
 HEATMAP_HEIGHT = HEIGHT + 40  # room for title and axes; the plot itself stays near square in a third of the page
 VERDICTS = ("equivariant", "broken")

@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from attn_core import causal_mask, masked_softmax, tiled_attention_trace
-from attn_core.tables import flash as tables
+from explorer.tables import flash as tables
 
 sizes = {
     "n": st.integers(1, 40),

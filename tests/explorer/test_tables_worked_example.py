@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from attn_core.tables import worked_example as w
+from explorer.tables import worked_example as w
 
 small = st.floats(-5, 5, allow_nan=False).map(lambda x: round(x, 2))
 
@@ -113,7 +113,7 @@ def test_matrix_text_is_short_and_the_worst_case_fits_a_url_value():
     assert w.matrix_text(((0.1, -2.5), (1e-05, -0.0))) == "0.1,-2.5;1e-05,0"
     worst = max((-2.2250738585072014e-308, -0.00012345678901234567, -123456.78901234567), key=lambda x: len(repr(x)))
     n, d = max((len(e.q), max(len(e.q[0]), len(e.v[0]))) for e in w.EXAMPLES.values())
-    assert len(w.matrix_text(((worst,) * d,) * n)) <= 200  # ui.state.MAX_URL_VALUE
+    assert len(w.matrix_text(((worst,) * d,) * n)) <= 200  # explorer.ui.state.MAX_URL_VALUE
 
 
 @pytest.mark.parametrize(

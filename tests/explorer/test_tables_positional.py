@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from attn_core import frequencies, sinusoidal_encoding
-from attn_core.tables import positional as tables
+from explorer.tables import positional as tables
 
 PERIODS = st.lists(st.integers(2, 16), min_size=1, max_size=4, unique=True).map(tuple)
 

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 import altair as alt
 import pandas as pd
 
-from attn_core.charts.common import HEIGHT
+from explorer.charts.common import HEIGHT
 
 HIDDEN_GREY = "#c8c8c8"
 NAN_COLOR = "#e7298a"  # NaN cells stand out from every colour scheme used here

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 import altair as alt
 import pandas as pd
 
-from attn_core.charts.common import HEIGHT, color_scale
+from explorer.charts.common import HEIGHT, color_scale
 
 MAX_MAPS = 16  # more small maps than this stop being readable; the page says how many are left out
 # Stretch to the column's width but keep the height given to the plot (Streamlit's default "fit" squeezes the

@@ -20,7 +20,7 @@ import torch
 from attn_core.naive import masked_softmax, naive_attention
 from attn_core.stats import cosine_similarity_samples, sample_scores, score_statistics, theoretical_score_variance
 from attn_core.symmetry import permutation_matrix
-from attn_core.tables.geometry import parity_samples
+from explorer.tables.geometry import parity_samples
 
 Matrix = tuple[tuple[float, ...], ...]
 SAMPLES = 5000  # pairs drawn for a measured claim: standard errors of about 2%, a fraction of a second

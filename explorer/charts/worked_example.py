@@ -12,7 +12,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from attn_core.charts.common import HEIGHT, heatmap
+from explorer.charts.common import HEIGHT, heatmap
 
 
 def _num(x: float, digits: int) -> str:

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from attn_core.bench import ROW_FIELDS, TIME_LIMIT_STATUS, BenchConfig, run_benchmark, write_csv
 from attn_core.budget import memory_budget
-from attn_core.charts.scaling import scaling_chart
-from attn_core.tables import scaling as tables
+from explorer.charts.scaling import scaling_chart
+from explorer.tables import scaling as tables
 
 REPO = Path(__file__).resolve().parents[2]
 NS = (128, 256, 512, 1024, 2048)

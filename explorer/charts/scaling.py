@@ -14,7 +14,7 @@ from collections.abc import Mapping
 import altair as alt
 import pandas as pd
 
-from attn_core.charts.common import HEIGHT, label_expr
+from explorer.charts.common import HEIGHT, label_expr
 
 # One colour per method on every chart (colour-blind-safe Dark2), whatever subset is shown.
 METHOD_COLORS = {

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 import altair as alt
 import pandas as pd
 
-from attn_core.charts.common import HEIGHT, color_scale, measured_vs_theory_loglog, named_color
+from explorer.charts.common import HEIGHT, color_scale, measured_vs_theory_loglog, named_color
 
 
 def score_histogram(bars: pd.DataFrame, curves: pd.DataFrame, series: str, band: float, text: Mapping[str, str]):

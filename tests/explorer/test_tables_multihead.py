@@ -6,7 +6,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from attn_core.tables import multihead as T
+from explorer.tables import multihead as T
 
 SENTENCE = T.parse_tokens("the cat sat on the mat because it was tired")
 

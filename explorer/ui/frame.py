@@ -11,9 +11,9 @@ import pandas as pd
 import streamlit as st
 import torch
 
-from ui import state
-from ui.i18n import LANGUAGES, browser_language, t
-from ui.registry import PAGES, PageInfo
+from explorer.ui import state
+from explorer.ui.i18n import LANGUAGES, browser_language, t
+from explorer.ui.registry import PAGES, PageInfo
 
 DEFAULT_SEED = 0
 

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 
 import streamlit as st
 
-from ui.i18n import t
+from explorer.ui.i18n import t
 
 MAX_URL_VALUE = 200  # characters: longer values are refused before parsing
 _KEPT = "_kept_controls"  # {key: value} of every control seen in this session

@@ -15,7 +15,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from attn_core.charts.common import measured_vs_theory_loglog, named_color
+from explorer.charts.common import measured_vs_theory_loglog, named_color
 
 SQUARE = 430  # px: the 2-D picture keeps equal units on both axes
 VALUE_COLOR, OUTPUT_COLOR, QUERY_COLOR, HULL_COLOR = "#1b9e77", "#d95f02", "#7570b3", "#666666"

@@ -6,10 +6,10 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attn_core.charts import equivariance as charts
 from attn_core.naive import naive_attention
 from attn_core.positional import sinusoidal_encoding
-from attn_core.tables import equivariance as tables
+from explorer.charts import equivariance as charts
+from explorer.tables import equivariance as tables
 
 PRECISION = st.sampled_from(list(tables.PRECISIONS))
 

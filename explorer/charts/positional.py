@@ -14,7 +14,7 @@ from collections.abc import Mapping
 import altair as alt
 import pandas as pd
 
-from attn_core.charts.common import HEIGHT, color_scale, heatmap, named_color
+from explorer.charts.common import HEIGHT, color_scale, heatmap, named_color
 
 ERROR_FLOOR = 1e-18  # exact zeros drawn on a log axis
 SIDE = 240  # the unit circle is drawn square

@@ -15,8 +15,8 @@ from collections.abc import Mapping
 import altair as alt
 import pandas as pd
 
-from attn_core.charts.common import color_scale, heatmap, named_color
-from attn_core.tables.flash import STATUSES
+from explorer.charts.common import color_scale, heatmap, named_color
+from explorer.tables.flash import STATUSES
 
 STATUS_COLORS = ("#1b9e77", "#d95f02", "#9ecae1", "#9e9e9e", "#eeeeee")  # done, current, to do, skipped, other
 ERROR_FLOOR = 1e-18  # exact zeros drawn on a log axis

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from attn_core.tables import geometry as g
+from explorer.tables import geometry as g
 
 # Integer coordinates on a small grid: duplicates and collinear triples are common, which is the point.
 grid_points = st.lists(st.tuples(st.integers(-6, 6), st.integers(-6, 6)), min_size=1, max_size=12)

@@ -16,7 +16,7 @@ import streamlit as st
 
 LANGUAGES = {"en": "English", "zh": "简体中文"}
 DEFAULT = "en"
-LOCALES = pathlib.Path(__file__).resolve().parents[1] / "locales"
+LOCALES = pathlib.Path(__file__).resolve().parents[2] / "locales"
 MISSING = "_missing_strings"  # keys looked up this session that a language lacks (the tests read it)
 _FIELD = re.compile(r"\{(\w+)(:[^{}]*)?\}")
 

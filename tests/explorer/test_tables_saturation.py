@@ -13,10 +13,10 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from attn_core.charts import saturation as charts
 from attn_core.stats import random_logits
-from attn_core.tables import saturation as tables
-from ui.i18n import catalog, fill
+from explorer.charts import saturation as charts
+from explorer.tables import saturation as tables
+from explorer.ui.i18n import catalog, fill
 
 SEED = 3
 EPS = np.finfo(np.float64).eps

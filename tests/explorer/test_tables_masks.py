@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from attn_core import block_causal_mask, causal_mask, padding_mask, sliding_window_mask
-from attn_core.tables import masks as T
+from explorer.tables import masks as T
 
 # The page's default: batch lengths (6, 2), padding AND a sliding window of 3, sequence 1 shown.
 DEFAULT = (6, ("padding", "sliding window"), (6, 2), 3, 2, None, 1)

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 import altair as alt
 import pandas as pd
 
-from attn_core.charts.common import HEIGHT, color_scale, named_color
+from explorer.charts.common import HEIGHT, color_scale, named_color
 
 SERIES = ["unscaled", "scaled"]
 STATS = ["mean", "median"]  # drawn solid and dashed
