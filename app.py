@@ -3,7 +3,7 @@
 import streamlit as st
 import torch
 
-from explorer.ui.frame import lesson_bar, page_title, share_panel, sidebar
+from explorer.ui.frame import lesson_bar, page_title, share_panel, sidebar, sidebar_hidden
 from explorer.ui.i18n import t
 from explorer.ui.registry import PAGES, SECTIONS
 from explorer.ui.state import publish_hidden, url_notices
@@ -24,7 +24,7 @@ for section in SECTIONS:
         entries.append(st.Page(info.path, title=page_title(info), icon=info.icon))
         by_page[entries[-1].url_path] = info
 
-page = st.navigation(navigation)
+page = st.navigation(navigation, position="top" if sidebar_hidden() else "sidebar")  # never without a way on
 current = by_page.get(page.url_path)
 lesson_bar(current)
 page.run()

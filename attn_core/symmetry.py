@@ -49,7 +49,10 @@ def parse_permutation(text: str, n: int) -> torch.Tensor:
     if not isinstance(text, str) or len(text) > 8 * MAX_TYPED_LENGTH:
         raise ValueError("perm text must be a short string of comma-separated integers")
     if not re.fullmatch(r"\s*\d+(\s*,\s*\d+)*\s*,?\s*", text):
-        raise ValueError(f"perm text must be comma-separated integers like '2,0,3,1', got {text[:40]!r}")
+        # name where it goes wrong, never echo the text: it may come from a link and end up on a page
+        bad = next((i for i, c in enumerate(text, start=1) if not (c.isdecimal() or c in ", ")), None)
+        where = f"character {bad} is not a digit, comma or space" if bad else "an entry is missing between commas"
+        raise ValueError(f"perm text must be comma-separated integers like '2,0,3,1': {where}")
     values = [int(t) for t in text.replace(" ", "").strip(",").split(",")]
     return check_permutation(values, n)
 

@@ -177,7 +177,7 @@ def parse_logits(text: str) -> tuple[float, ...]:
     values = []
     for position, part in enumerate(parts, start=1):
         if not _FLOAT.fullmatch(part):
-            raise ValueError(f"entry {position} ({part!r}) is not a number; separate numbers with commas")
+            raise ValueError(f"entry {position} is not a number; separate numbers with commas")  # never echo it
         value = float(part)
         if abs(value) > MAX_ABS_LOGIT:
             raise ValueError(f"entry {position} ({part}) must lie in [-{MAX_ABS_LOGIT:g}, {MAX_ABS_LOGIT:g}]")

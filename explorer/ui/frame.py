@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import platform
+import re
 import urllib.parse
 
 import pandas as pd
@@ -48,6 +49,16 @@ HIDE_SIDEBAR_CSS = """<style>
 [data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"], [data-testid="stExpandSidebarButton"]
 { display: none !important; }
 </style>"""
+
+
+# Every ASCII punctuation character may be backslash-escaped in CommonMark, and an escaped one is shown as itself:
+# no link, image, HTML, emphasis, LaTeX ($), Streamlit directive (:red[...], :material/...:) or autolink survives.
+_PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")
+
+
+def literal(text) -> str:
+    """Text that a user or a link wrote, made safe to place inside Markdown: shown as typed, never interpreted."""
+    return _PUNCTUATION.sub(r"\\\1", " ".join(str(text).split()))
 
 
 def header(title: str, lede: str) -> None:
@@ -149,8 +160,10 @@ def sidebar() -> None:
     """The sidebar shared by all pages: language, seed, projector and lesson mode, the hardware in use."""
     state.begin_run()
     bar = st.sidebar
+    # With the sidebar hidden by a link, the language choice moves to the top of the page: never out of reach.
+    where = bar if not sidebar_hidden() else st.popover("Language / 语言", icon=":material/translate:")
     state.selectbox(
-        "Language / 语言", list(LANGUAGES), browser_language(), key="lang", where=bar, format_func=LANGUAGES.get
+        "Language / 语言", list(LANGUAGES), browser_language(), key="lang", where=where, format_func=LANGUAGES.get
     )
     state.number_input(
         t("common.sidebar.seed"), 0, 2**31 - 1, DEFAULT_SEED, key="seed", where=bar, help=t("common.sidebar.seed_help")
@@ -162,8 +175,13 @@ def sidebar() -> None:
     bar.caption(hardware_label())
     if projector():
         st.html(PROJECTOR_CSS)
-    if "sidebar" in state.hidden():
+    if sidebar_hidden():
         st.html(HIDE_SIDEBAR_CSS)
+
+
+def sidebar_hidden() -> bool:
+    """A link hid the sidebar (`hide=sidebar`): navigation and language then sit at the top of the page."""
+    return "sidebar" in state.hidden()
 
 
 def page_title(info: PageInfo) -> str:
@@ -196,7 +214,7 @@ def view_link(**override) -> str:
 
 def share_panel() -> None:
     """After the page has drawn its controls: the link to this view, and the teacher's lesson link."""
-    if "sidebar" in state.hidden():
+    if sidebar_hidden():
         return
     bar = st.sidebar
     with bar.expander(t("common.share.title"), icon=":material/link:"):
@@ -223,7 +241,7 @@ def friendly_errors(what: str):
     """Turn a failure inside one part of a page into a message; the rest of the page keeps working."""
     try:
         yield
-    except ValueError as err:
-        st.warning(f"{what}: {err}", icon=":material/error:")
+    except ValueError as err:  # messages may quote what was typed or linked: never let it become Markdown
+        st.warning(f"{what}: {literal(err)}", icon=":material/error:")
     except (RuntimeError, MemoryError) as err:
         st.error(t("common.frame.failed", what=what, kind=type(err).__name__), icon=":material/error:")

@@ -25,6 +25,9 @@ _SEEN = "_url_values_seen"  # {key: raw URL value already applied}, so a URL val
 _NOTICES = "_url_notices"
 _THIS_RUN = "_controls_this_run"  # {key: label} of the controls the current run has drawn (the teacher panel)
 HIDE = "hide"  # URL parameter: comma-separated control keys a teacher hides from the class ("sidebar" too)
+# Anyone can write a link, teacher or not: whatever it hides, the viewer can still change the language (and, with
+# the sidebar hidden, the navigation moves to the top of the page: see app.py).
+NEVER_HIDDEN = frozenset({"lang"})
 _NAME = re.compile(r"[a-z][a-z0-9_]{0,40}")
 MAX_HIDDEN = 40
 
@@ -129,7 +132,7 @@ def _names(raw: str) -> frozenset[str]:
     names = [n for n in raw.split(",") if n]
     if len(names) > MAX_HIDDEN or not all(_NAME.fullmatch(n) for n in names):
         raise Refused("names")
-    return frozenset(names)
+    return frozenset(names) - NEVER_HIDDEN
 
 
 def begin_run() -> None:
