@@ -1,5 +1,7 @@
 """Attention Explorer: the router. Page config, navigation by section, the sidebar every page shares."""
 
+import time
+
 import streamlit as st
 import torch
 
@@ -11,6 +13,8 @@ from explorer.ui.state import publish_hidden, url_notices
 # The pages' tensors are small: one thread per op wastes no time waking a pool and lets 30 sessions
 # share two cores instead of fighting over them.
 torch.set_num_threads(1)
+RUN_CPU = "_run_cpu_ms"  # this run's CPU time in the script thread (tools.page_rerender reads it)
+_started = time.thread_time()
 
 st.set_page_config(page_title="Attention Explorer", page_icon=":material/visibility:", layout="wide")
 
@@ -32,3 +36,4 @@ lesson_bar(current, bottom=True)
 publish_hidden()
 share_panel()
 url_notices()
+st.session_state[RUN_CPU] = 1000 * (time.thread_time() - _started)

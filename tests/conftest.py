@@ -1,8 +1,11 @@
 import os
 
-import torch
-from hypothesis import HealthCheck, settings
-from streamlit import config as streamlit_config
+# Every chart the tests draw is checked against the Vega-Lite schema (a server skips the check: charts.common).
+os.environ.setdefault("ATTN_VALIDATE_CHARTS", "1")
+
+import torch  # noqa: E402
+from hypothesis import HealthCheck, settings  # noqa: E402
+from streamlit import config as streamlit_config  # noqa: E402
 
 # Deployments redact error messages (.streamlit/config.toml); AppTest failures should show them in full.
 streamlit_config.set_option("client.showErrorDetails", "full")

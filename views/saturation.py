@@ -24,38 +24,33 @@ scale_labels = td("saturation.scales")
 
 # Building an Altair chart costs ~25 ms, more than this page's maths: charts are cached as Vega-Lite specs keyed
 # by the controls their data depend on (and by their text, so each language has its own), and the current d_k
-# and T are spec parameters (charts.set_param), so moving d_k or T rebuilds only what must change. Altair's
-# schema check runs in tests/core/test_tables_saturation.py.
-def _spec(figure) -> dict:
-    return to_spec(figure, validate=False)
-
-
+# and T are spec parameters (charts.set_param), so moving d_k or T rebuilds only what must change.
 @st.cache_data(max_entries=16)
 def d_k_charts(n_keys: int, seed_value: int, text: dict, series: dict) -> tuple[dict, dict, dict]:
     """Section 1's charts, with the d_k marker at 1 until set_param moves it."""
     df, d_k = sweep(n_keys, seed_value), tables.D_K_SWEEP[0]
     return (
-        _spec(charts.jacobian_vs_d_k(df, d_k, text["jacobian"], series)),
-        _spec(
+        to_spec(charts.jacobian_vs_d_k(df, d_k, text["jacobian"], series)),
+        to_spec(
             charts.measure_vs_d_k(
                 df, d_k, column="entropy", text=text["entropy"], names=series, ceiling=math.log(n_keys)
             )
         ),
-        _spec(charts.measure_vs_d_k(df, d_k, column="max_weight", text=text["max_weight"], names=series)),
+        to_spec(charts.measure_vs_d_k(df, d_k, column="max_weight", text=text["max_weight"], names=series)),
     )
 
 
 @st.cache_data(max_entries=128)
 def bars_chart(d_k: int, n_keys: int, temperature: float, scale: str, seed_value: int, text: dict) -> dict:
     row, _ = temperature_row(d_k, n_keys, temperature, seed_value)
-    return _spec(charts.row_bars(row, scale, text))
+    return to_spec(charts.row_bars(row, scale, text))
 
 
 @st.cache_data(max_entries=64)
 def entropy_chart(d_k: int, n_keys: int, seed_value: int, text: dict, series: dict) -> dict:
     """The entropy-against-T chart, with the T marker at 1 until set_param moves it."""
     curve = temperature_curve(d_k, n_keys, seed_value)
-    return _spec(charts.entropy_vs_temperature(curve, math.log(n_keys), 1.0, text, series))
+    return to_spec(charts.entropy_vs_temperature(curve, math.log(n_keys), 1.0, text, series))
 
 
 def show_example(logits: tuple[float, ...], weights_column, jacobian_column) -> None:

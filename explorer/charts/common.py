@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
 
 import altair as alt
@@ -13,16 +14,27 @@ HEIGHT = 280
 SERIES_COLORS = {"unscaled": "#d95f02", "scaled": "#1b9e77", "theory": "#444444"}
 
 
-def to_spec(chart: alt.TopLevelMixin, *, validate: bool = True) -> dict:
-    """The chart as a plain Vega-Lite dict without Altair's default theme (as st.altair_chart sends it).
+# Altair's jsonschema check of a spec costs more than every other part of a page's rerun together (profiled:
+# about a quarter of a warm rerun's CPU). A server skips it; the tests set ATTN_VALIDATE_CHARTS=1
+# (tests/conftest.py), so every chart of every page they draw is checked against the Vega-Lite schema.
+VALIDATE = os.environ.get("ATTN_VALIDATE_CHARTS") == "1"
+_DEFAULT_VIEW = {"continuousWidth": 300, "continuousHeight": 300}  # Altair's theme: Streamlit sizes charts itself
+# Charts are sized by the pages' ranges (the largest, positional's encoding heatmap, is some 30,000 cells), not by
+# Altair's 5,000-row guard, which st.altair_chart lifts as well.
+alt.data_transformers.disable_max_rows()
 
-    A page can cache this dict by its plain parameters: building and validating a layered chart costs
-    tens of milliseconds, more than the tables behind it. `validate=False` skips Altair's schema check
-    for a page whose tests run it instead.
+
+def to_spec(chart: alt.TopLevelMixin, *, validate: bool | None = None) -> dict:
+    """The chart as a plain Vega-Lite dict, as st.altair_chart would send it (its own config kept).
+
+    A page can cache this dict by its plain parameters: building a layered chart costs tens of milliseconds,
+    more than the tables behind it. `validate` defaults to VALIDATE (on in the tests, off on a server).
     """
-    spec = chart.to_dict(validate=validate)
-    spec.pop("config", None)  # Altair's default 300 px view: Streamlit sizes the chart itself
-    return spec
+    spec = chart.to_dict(validate=VALIDATE if validate is None else validate)
+    config = spec.pop("config", {})
+    if config.get("view") == _DEFAULT_VIEW:
+        del config["view"]
+    return {**spec, "config": config} if config else spec
 
 
 def color_scale(domain: list[str]) -> alt.Scale:

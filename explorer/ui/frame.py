@@ -12,6 +12,7 @@ import pandas as pd
 import streamlit as st
 import torch
 
+from explorer.charts.common import to_spec
 from explorer.ui import state
 from explorer.ui.i18n import LANGUAGES, browser_language, t
 from explorer.ui.registry import PAGES, PageInfo
@@ -93,8 +94,7 @@ def projector() -> bool:
     return bool(st.session_state.get("projector", False))
 
 
-def _projected(figure) -> dict:
-    spec = dict(figure) if isinstance(figure, dict) else figure.to_dict(validate=False)  # keeps the chart's config
+def _projected(spec: dict) -> dict:
     config = dict(spec.get("config", {}))
     for part, settings in PROJECTOR_CHART.items():
         config[part] = {**config.get(part, {}), **settings}
@@ -108,12 +108,10 @@ def chart(figure, data: pd.DataFrame | None, name: str, *, where=None, width="st
     files are made only when the button is clicked. In projector mode the chart's type and marks grow.
     """
     where = where or st
+    spec = figure if isinstance(figure, dict) else to_spec(figure)  # st.altair_chart would validate it every run
     if projector():
-        figure = _projected(figure)
-    if isinstance(figure, dict):
-        where.vega_lite_chart(figure, width=width)
-    else:
-        where.altair_chart(figure, width=width)
+        spec = _projected(spec)
+    where.vega_lite_chart(spec, width=width)
     row = where.container(horizontal=True, gap="small")
     if data is not None:
         row.download_button(
@@ -129,7 +127,7 @@ def chart(figure, data: pd.DataFrame | None, name: str, *, where=None, width="st
         )
     row.download_button(
         "SVG",
-        data=lambda: svg(figure),
+        data=lambda: svg(spec),
         file_name=f"{name}.svg",
         mime="image/svg+xml",
         key=f"svg_{name}",
@@ -140,11 +138,11 @@ def chart(figure, data: pd.DataFrame | None, name: str, *, where=None, width="st
     )
 
 
-def svg(figure) -> str:
+def svg(spec: dict) -> str:
     """The chart rendered to SVG by vl-convert (imported on first use: it starts a JavaScript runtime)."""
     import vl_convert
 
-    return vl_convert.vegalite_to_svg(figure if isinstance(figure, dict) else figure.to_dict(validate=False))
+    return vl_convert.vegalite_to_svg(spec)
 
 
 @st.cache_resource
