@@ -5,7 +5,7 @@ import streamlit as st
 from explorer.charts import equivariance as charts
 from explorer.tables import equivariance as tables
 from explorer.ui import state as controls
-from explorer.ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed
+from explorer.ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed, spec_of
 from explorer.ui.i18n import t, td, tl
 
 KINDS = list(tables.PERMUTATION_CHOICES)
@@ -121,8 +121,14 @@ with left, friendly_errors(t("equivariance.errors.error")):
 with left, friendly_errors(t("equivariance.errors.variants")):
     errors = variant_errors(n, d, perm, seed(), precision)
     text_variants = td("equivariance.charts.variants")
-    figure = charts.variant_errors_log(
-        errors, variant, tables.LOG_FLOOR, text_variants, td("equivariance.variants"), td("equivariance.verdicts")
+    figure = spec_of(
+        charts.variant_errors_log,
+        errors,
+        variant,
+        tables.LOG_FLOOR,
+        text_variants,
+        td("equivariance.variants"),
+        td("equivariance.verdicts"),
     )
     chart(figure, errors.drop(columns="shown"), "variant_errors")
     st.caption(t("equivariance.variants_caption", floor=tables.LOG_FLOOR, zero=text_variants["zero"]))
@@ -133,7 +139,7 @@ with friendly_errors(t("equivariance.errors.weights")):
     vmax = float(df.weight.max())
     titles, heatmap_text = td("equivariance.matrices"), td("equivariance.charts.heatmap")
     for column, (matrix, name) in zip(st.columns(3), MATRICES.items(), strict=True):
-        figure = charts.weights_heatmap(df, matrix, {**heatmap_text, "title": titles[name]}, vmax)
+        figure = spec_of(charts.weights_heatmap, df, matrix, {**heatmap_text, "title": titles[name]}, vmax)
         chart(figure, df[df.matrix == matrix], f"weights_{name}", where=column)
     same = s["weights_gap"] <= s["weights_tolerance"]
     st.caption(

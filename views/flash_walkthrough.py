@@ -5,7 +5,7 @@ import streamlit as st
 from explorer.charts import flash as charts
 from explorer.tables import flash as tables
 from explorer.ui import state as controls
-from explorer.ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed
+from explorer.ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed, spec_of
 from explorer.ui.i18n import t, td, tl
 
 BLOCKS = [2, 4, 8, 16, 32]
@@ -98,16 +98,17 @@ def draw(step: int, w: tables.Walkthrough) -> None:
     g, tile, o = st.columns(3)
     grid = tile_grid(n, block_q, block_k, causal, query_block, step)
     statuses = td("flash_walkthrough.statuses")
-    chart(charts.tile_grid(grid, n, td("flash_walkthrough.charts.grid"), statuses), grid, f"tiles_{step}", where=g)
+    figure = spec_of(charts.tile_grid, grid, n, td("flash_walkthrough.charts.grid"), statuses)
+    chart(figure, grid, f"tiles_{step}", where=g)
     if info.skipped:
         tile.info(t("flash_walkthrough.skipped_tile", step=step, keys=keys))
     else:
         logits = w.logits[w.logits.step == step]
         text = td("flash_walkthrough.charts.logits", step=step, keys=keys)
-        chart(charts.logit_tile(logits, text), logits, f"logits_{step}", where=tile)
+        chart(spec_of(charts.logit_tile, logits, text), logits, f"logits_{step}", where=tile)
     output = w.output[w.output.step == step]
     text = td("flash_walkthrough.charts.output", keys=keys)
-    chart(charts.partial_output(output, text), output, f"partial_output_{step}", where=o)
+    chart(spec_of(charts.partial_output, output, text), output, f"partial_output_{step}", where=o)
     update, table, right = st.columns([2, 3, 2])
     with update:
         formula(r"m' = \max\big(m,\ \textstyle\max_j S_{ij}\big)")
@@ -120,9 +121,11 @@ def draw(step: int, w: tables.Walkthrough) -> None:
         st.markdown(t("flash_walkthrough.rows_heading", step=step))
         shown = rows.assign(m_before=rows.m_before.map(_fmt), m_after=rows.m_after.map(_fmt))
         st.dataframe(shown, hide_index=True, column_config=_row_columns(), height=min(35 * len(rows) + 38, 330))
-    chart(charts.row_state(rows, td("flash_walkthrough.charts.rows")), rows, f"row_state_{step}", where=right)
+    chart(spec_of(charts.row_state, rows, td("flash_walkthrough.charts.rows")), rows, f"row_state_{step}", where=right)
     e, end = st.columns([3, 2])
-    figure = charts.error_by_step(w.steps, step, td("flash_walkthrough.charts.error"), td("flash_walkthrough.errors"))
+    figure = spec_of(
+        charts.error_by_step, w.steps, step, td("flash_walkthrough.charts.error"), td("flash_walkthrough.errors")
+    )
     chart(figure, w.steps, f"error_by_step_{step}", where=e)
     with end:
         skipped = tables.causal_skipped_tiles(n, block_q, block_k) if causal else 0
@@ -178,7 +181,7 @@ left, right = st.columns([3, 2])
 with left, friendly_errors(t("flash_walkthrough.sections.traffic_chart")):
     sweep = hbm_sweep(hd, hq, hk, causal, HBM_N)
     text, names = td("flash_walkthrough.charts.hbm"), td("flash_walkthrough.algorithms")
-    chart(charts.hbm_traffic(sweep, hn, text, names), sweep, "hbm_traffic")
+    chart(spec_of(charts.hbm_traffic, sweep, hn, text, names), sweep, "hbm_traffic")
     state = t(f"flash_walkthrough.causal_{'on' if causal else 'off'}")
     st.caption(t("flash_walkthrough.hbm_caption", causal=state))
 with right, friendly_errors(t("flash_walkthrough.sections.traffic_count")):

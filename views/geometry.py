@@ -2,10 +2,9 @@ import pandas as pd
 import streamlit as st
 
 from explorer.charts import geometry as charts
-from explorer.charts.common import to_spec
 from explorer.tables import geometry as tables
 from explorer.ui import state as controls
-from explorer.ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed
+from explorer.ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed, wire
 from explorer.ui.i18n import t, td, tl
 
 PARITY_D = [2, 4, 8, 16, 32, 64, 128]
@@ -17,20 +16,20 @@ HIDDEN = [4, 8, 16, 32, 64, 128]
 @st.cache_data(max_entries=256)
 def hull_view(n_points: int, q_x: float, q_y: float, temperature: float, rng_seed: int, text: dict):
     points, hull, summary = tables.hull_view(n_points, q_x, q_y, temperature, rng_seed)
-    return points, summary, to_spec(charts.hull_picture(points, hull, summary, (q_x, q_y), text))
+    return points, summary, wire(charts.hull_picture(points, hull, summary, (q_x, q_y), text))
 
 
 @st.cache_data(max_entries=64)
 def regression_view(n_samples: int, noise: float, bandwidth: float, rng_seed: int, text: dict, names: dict):
     samples, curves, rmse = tables.regression_1d(n_samples, noise, bandwidth, rng_seed)
     data = pd.concat([samples.assign(series="samples")[["series", "x", "y"]], curves], ignore_index=True)
-    return data, rmse, to_spec(charts.regression_curves(samples, curves, text, names))
+    return data, rmse, wire(charts.regression_curves(samples, curves, text, names))
 
 
 @st.cache_data(max_entries=64)
 def parity_view(d: int, hidden: int, rng_seed: int, text: dict, names: dict):
     pairs, stats, params = tables.parity_samples(d, hidden, rng_seed)
-    return pairs, stats, params, to_spec(charts.parity_scatter(pairs, text, names))
+    return pairs, stats, params, wire(charts.parity_scatter(pairs, text, names))
 
 
 cosine_sweep = st.cache_data(max_entries=8)(tables.cosine_variance_sweep)
@@ -44,8 +43,8 @@ def cosine_view(d: int, rng_seed: int, hist_text: dict, sweep_text: dict):
         bars,
         sweep,
         stats,
-        to_spec(charts.cosine_histogram(bars, curve, hist_text)),
-        to_spec(charts.cosine_variance_loglog(sweep, d, sweep_text)),
+        wire(charts.cosine_histogram(bars, curve, hist_text)),
+        wire(charts.cosine_variance_loglog(sweep, d, sweep_text)),
     )
 
 

@@ -6,7 +6,7 @@ import streamlit as st
 from explorer.charts import masks as charts
 from explorer.tables import masks as tables
 from explorer.ui import state as controls
-from explorer.ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed
+from explorer.ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed, wire
 from explorer.ui.i18n import t, td, tl
 
 GRID = "mask_grid"  # the custom grid in the URL: one row of 0/1 per query, rows joined by "-" (1 = may attend)
@@ -24,27 +24,28 @@ cells_text = td("masks.charts.cells")
 @st.cache_data(max_entries=64)
 def mask_chart(spec: tuple, text: dict, names: dict):
     cells, _ = mask_parts(*spec)
-    return charts.mask_parts(cells, [*spec[1], "combined"], text, names)
+    return wire(charts.mask_parts(cells, [*spec[1], "combined"], text, names))
 
 
 @st.cache_data(max_entries=64)
 def score_charts(spec: tuple, seed: int, scores_text: dict, weights_text: dict):
     grid, rows = scores_and_weights(*spec, seed)
     scores = charts.cell_heatmap(grid, "score", scores_text, scheme="blueorange", diverging=True)
-    return scores, charts.cell_heatmap(grid, "weight", weights_text, row_sums=rows)
+    return wire(scores), wire(charts.cell_heatmap(grid, "weight", weights_text, row_sums=rows))
 
 
 @st.cache_data(max_entries=64)
 def fill_chart(spec: tuple, dtype: str, method: str, seed: int, text: dict):
     cells, rows, _ = fill_comparison(*spec, dtype, seed)
-    return charts.cell_heatmap(cells[cells.method == method], "weight", text, row_sums=rows[rows.method == method])
+    chosen = cells[cells.method == method]
+    return wire(charts.cell_heatmap(chosen, "weight", text, row_sums=rows[rows.method == method]))
 
 
 @st.cache_data(max_entries=64)
 def gradient_chart(spec: tuple, dtype: str, seed: int, text: dict):
     cells, _, _ = fill_comparison(*spec, dtype, seed)
     lib = cells[cells.method == tables.LIBRARY]
-    return charts.cell_heatmap(lib, "grad", text, scheme="purpleorange", diverging=True)
+    return wire(charts.cell_heatmap(lib, "grad", text, scheme="purpleorange", diverging=True))
 
 
 def method_names() -> dict[str, str]:

@@ -4,7 +4,7 @@ import streamlit as st
 from explorer.charts import multihead as charts
 from explorer.tables import multihead as tables
 from explorer.ui import state as controls
-from explorer.ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed
+from explorer.ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed, wire
 from explorer.ui.i18n import t, td, tl
 
 MODES = ["self", "cross"]
@@ -19,14 +19,13 @@ references = st.cache_data(max_entries=1)(tables.references)
 @st.cache_data(max_entries=64)
 def forward_charts(query_tokens: tuple, key_tokens: tuple | None, d_model: int, heads: int, seed: int, text: dict):
     result = forward_tables(query_tokens, key_tokens, d_model, heads, seed)
-    return charts.head_maps(result["maps"], text["maps"]), charts.concat_heatmap(
-        result["concat"], result["d_k"], text["concat"]
-    )
+    maps = charts.head_maps(result["maps"], text["maps"])
+    return wire(maps), wire(charts.concat_heatmap(result["concat"], result["d_k"], text["concat"]))
 
 
 @st.cache_data(max_entries=64)
 def parameter_chart(d_model: int, heads: int, text: dict):
-    return charts.parameter_bars(parameter_sweep(d_model), heads, text)
+    return wire(charts.parameter_bars(parameter_sweep(d_model), heads, text))
 
 
 def forward(query_tokens: tuple, key_tokens: tuple | None, d_model: int, heads: int) -> tuple:

@@ -5,7 +5,7 @@ import streamlit as st
 from explorer.charts import positional as charts
 from explorer.tables import positional as tables
 from explorer.ui import state as controls
-from explorer.ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed
+from explorer.ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed, spec_of
 from explorer.ui.i18n import t, td, tl
 
 AMPLITUDES = (0.0, 0.01, 0.02, 0.05) + tuple(round(0.1 * i, 1) for i in range(1, 21))  # the slider's 0.1 steps
@@ -34,7 +34,8 @@ st.subheader(t("positional.sections.code"))
 left, right = st.columns([3, 2])
 with left, friendly_errors(t("positional.errors.encoding")):
     pe = encoding(n, d_model, base)
-    chart(charts.encoding_heatmap(pe, td("positional.charts.encoding")).properties(height=400), pe, "encoding")
+    figure = spec_of(charts.encoding_heatmap, pe, td("positional.charts.encoding"), properties={"height": 400})
+    chart(figure, pe, "encoding")
 with right:
     formula(r"PE_{(pos,\,2i)} = \sin(pos\,\omega_i)")
     formula(r"PE_{(pos,\,2i+1)} = \cos(pos\,\omega_i)")
@@ -45,8 +46,9 @@ st.subheader(t("positional.sections.dots"))
 g1, g2, g3 = st.columns([2, 3, 2])
 with friendly_errors(t("positional.errors.dots")):
     cells, by_offset, spread = gram(n, d_model, base)
-    chart(charts.gram_heatmap(cells, td("positional.charts.gram")).properties(height=340), cells, "gram", where=g1)
-    figure = charts.offset_collapse(by_offset, td("positional.charts.offsets")).properties(height=340)
+    figure = spec_of(charts.gram_heatmap, cells, td("positional.charts.gram"), properties={"height": 340})
+    chart(figure, cells, "gram", where=g1)
+    figure = spec_of(charts.offset_collapse, by_offset, td("positional.charts.offsets"), properties={"height": 340})
     chart(figure, by_offset, "offsets", where=g2)
     with g3:
         formula(r"p_i\cdot p_j = \sum_k \cos\big((i-j)\,\omega_k\big)", "sin a sin b + cos a cos b = cos(a − b)")
@@ -65,14 +67,14 @@ with friendly_errors(t("positional.errors.shift")):
     check = shift(pos, k, d_model, base, n, freq)
     m_k = check["m_k"]
     chart(
-        charts.shift_matrix_heatmap(m_k, td("positional.charts.shift", k=k)).properties(height=340),
+        spec_of(charts.shift_matrix_heatmap, m_k, td("positional.charts.shift", k=k), properties={"height": 340}),
         m_k,
         "m_k",
         where=r1,
     )
     r1.caption(t("positional.nonzero_caption", nonzero=len(m_k), d=d_model))
     points = circle(n, d_model, base, freq, pos, k)
-    figure = charts.rotation_circle(points, freq, td("positional.charts.circle", freq=freq))
+    figure = spec_of(charts.rotation_circle, points, freq, td("positional.charts.circle", freq=freq))
     chart(figure, points, "rotation_circle", where=r2, width="content")
     with r3:
         formula(r"PE(pos+k) = M_k\, PE(pos)", t("positional.shift_caption"))
@@ -111,7 +113,9 @@ else:
         window = min(ALIAS_WINDOW, max(2 * lcm + 1, 3 * periods[0] + 1, 25))
         distances = aliasing(periods, window)
         names = {"one period": t("positional.series.one", first=periods[0]), "all periods": t("positional.series.all")}
-        figure = charts.aliasing(distances, found, td("positional.charts.aliasing"), names).properties(height=320)
+        figure = spec_of(
+            charts.aliasing, distances, found, td("positional.charts.aliasing"), names, properties={"height": 320}
+        )
         chart(figure, distances, "aliasing", where=a1)
         with a2:
             formula(
@@ -142,7 +146,7 @@ q1, q2 = st.columns([3, 2])
 with friendly_errors(t("positional.errors.symmetry")):
     sweep = symmetry(n, d_model, base, kind, AMPLITUDES, seed())
     chart(
-        charts.equivariance(sweep, a, td("positional.charts.equivariance")).properties(height=320),
+        spec_of(charts.equivariance, sweep, a, td("positional.charts.equivariance"), properties={"height": 320}),
         sweep,
         "equivariance",
         where=q1,

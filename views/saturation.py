@@ -3,10 +3,9 @@ import math
 import streamlit as st
 
 from explorer.charts import saturation as charts
-from explorer.charts.common import to_spec
 from explorer.tables import saturation as tables
 from explorer.ui import state as controls
-from explorer.ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed
+from explorer.ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed, wire
 from explorer.ui.i18n import t, td, tl
 
 N_KEYS = [2, 4, 8, 16, 32, 64]
@@ -30,27 +29,27 @@ def d_k_charts(n_keys: int, seed_value: int, text: dict, series: dict) -> tuple[
     """Section 1's charts, with the d_k marker at 1 until set_param moves it."""
     df, d_k = sweep(n_keys, seed_value), tables.D_K_SWEEP[0]
     return (
-        to_spec(charts.jacobian_vs_d_k(df, d_k, text["jacobian"], series)),
-        to_spec(
+        wire(charts.jacobian_vs_d_k(df, d_k, text["jacobian"], series)),
+        wire(
             charts.measure_vs_d_k(
                 df, d_k, column="entropy", text=text["entropy"], names=series, ceiling=math.log(n_keys)
             )
         ),
-        to_spec(charts.measure_vs_d_k(df, d_k, column="max_weight", text=text["max_weight"], names=series)),
+        wire(charts.measure_vs_d_k(df, d_k, column="max_weight", text=text["max_weight"], names=series)),
     )
 
 
 @st.cache_data(max_entries=128)
 def bars_chart(d_k: int, n_keys: int, temperature: float, scale: str, seed_value: int, text: dict) -> dict:
     row, _ = temperature_row(d_k, n_keys, temperature, seed_value)
-    return to_spec(charts.row_bars(row, scale, text))
+    return wire(charts.row_bars(row, scale, text))
 
 
 @st.cache_data(max_entries=64)
 def entropy_chart(d_k: int, n_keys: int, seed_value: int, text: dict, series: dict) -> dict:
     """The entropy-against-T chart, with the T marker at 1 until set_param moves it."""
     curve = temperature_curve(d_k, n_keys, seed_value)
-    return to_spec(charts.entropy_vs_temperature(curve, math.log(n_keys), 1.0, text, series))
+    return wire(charts.entropy_vs_temperature(curve, math.log(n_keys), 1.0, text, series))
 
 
 def show_example(logits: tuple[float, ...], weights_column, jacobian_column) -> None:

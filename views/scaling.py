@@ -5,10 +5,9 @@ import pandas as pd
 import streamlit as st
 
 from explorer.charts import scaling as charts
-from explorer.charts.common import to_spec
 from explorer.tables import scaling as tables
 from explorer.ui import state as controls
-from explorer.ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed
+from explorer.ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed, wire
 from explorer.ui.i18n import t, td, tl
 
 # recorded runs; the variable lets a test point the page at a folder of its own
@@ -91,7 +90,7 @@ def chart_specs(pts, log, time_text, memory_text, names, sources):
         log=log,
         theory=tables.score_matrix_line(pts, LIVE),
     )
-    return to_spec(time_chart), to_spec(memory_chart)
+    return wire(time_chart), wire(memory_chart)
 
 
 def recorded_section(runs, readable):

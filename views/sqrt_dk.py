@@ -4,7 +4,7 @@ from attn_core.stats import DISTRIBUTIONS
 from explorer.charts import sqrt_dk as charts
 from explorer.tables import sqrt_dk as tables
 from explorer.ui import state as controls
-from explorer.ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed
+from explorer.ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed, spec_of
 from explorer.ui.i18n import t, td, tl
 
 SWEEP_PAIRS = 2000  # per d_k in the sweep: a 3% standard error on each variance, one cheap draw
@@ -57,22 +57,23 @@ with left, friendly_errors(t("sqrt_dk.sections.histograms")):
         help=t("sqrt_dk.metrics.share_help"),
     )
     if controls.toggle(t("sqrt_dk.controls.overlay"), True, key="overlay"):
-        chart(charts.overlaid_histograms(bars, curves, td("sqrt_dk.charts.overlaid"), names), bars, "score_histograms")
+        figure = spec_of(charts.overlaid_histograms, bars, curves, td("sqrt_dk.charts.overlaid"), names)
+        chart(figure, bars, "score_histograms")
     else:
         h1, h2 = st.columns(2)
         for where, series, sigma in ((h1, "unscaled", u["std"]), (h2, "scaled", s["std"])):
-            figure = charts.score_histogram(bars, curves, series, 3 * sigma, td(f"sqrt_dk.charts.{series}"))
+            figure = spec_of(charts.score_histogram, bars, curves, series, 3 * sigma, td(f"sqrt_dk.charts.{series}"))
             chart(figure, bars[bars.series == series], f"score_histogram_{series}", where=where)
     st.caption(t("sqrt_dk.sigma_caption", u=u["share_within_3sigma"], s=s["share_within_3sigma"], n=n_pairs))
 
 c_left, c_right = st.columns(2)
 with c_left, friendly_errors(t("sqrt_dk.sections.sweep")):
     variances = sweep(SWEEP_PAIRS, distribution, mean, seed())
-    chart(charts.variance_loglog(variances, d_k, td("sqrt_dk.charts.sweep")), variances, "variance_sweep")
+    chart(spec_of(charts.variance_loglog, variances, d_k, td("sqrt_dk.charts.sweep")), variances, "variance_sweep")
     st.caption(t("sqrt_dk.sweep_caption", n=SWEEP_PAIRS))
 with c_right, friendly_errors(t("sqrt_dk.sections.softmax")):
     row = softmax_row(d_k, 8, temperature, seed())
-    chart(charts.softmax_bars(row, td("sqrt_dk.charts.softmax"), names), row, "softmax_row")
+    chart(spec_of(charts.softmax_bars, row, td("sqrt_dk.charts.softmax"), names), row, "softmax_row")
     top = row.groupby("series").weight.max()
     st.markdown(
         t("sqrt_dk.largest", u=top["unscaled"], s=top["scaled"], t=temperature)

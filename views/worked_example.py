@@ -5,7 +5,7 @@ import streamlit as st
 from explorer.charts import worked_example as charts
 from explorer.tables import worked_example as tables
 from explorer.ui import state as controls
-from explorer.ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed
+from explorer.ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed, spec_of
 from explorer.ui.i18n import t, td, tl
 
 steps_of = st.cache_data(max_entries=64)(tables.attention_steps)
@@ -115,9 +115,10 @@ if steps is not None:
         formula(r"Z=\mathrm{Attention}(Q,K,V)=AV")
         with friendly_errors(t("worked_example.sections.charts")):
             cells = tables.weights_long(steps["weights"])
-            chart(charts.weights_heatmap(cells, td("worked_example.charts.weights")), cells, "weights")
+            chart(spec_of(charts.weights_heatmap, cells, td("worked_example.charts.weights")), cells, "weights")
             parts = tables.contributions(steps["weights"], v, token)
-            chart(charts.contribution_bars(parts, td("worked_example.charts.pieces", token=token)), parts, "pieces")
+            figure = spec_of(charts.contribution_bars, parts, td("worked_example.charts.pieces", token=token))
+            chart(figure, parts, "pieces")
         notice(tl("worked_example.notice"))
 
 st.subheader(t("worked_example.check"))

@@ -4,13 +4,16 @@ data, friendly errors, and the classroom options (language, projector mode, less
 from __future__ import annotations
 
 import contextlib
+import importlib
 import platform
 import re
 import urllib.parse
 
 import pandas as pd
+import pyarrow as pa
 import streamlit as st
 import torch
+from streamlit import dataframe_util
 
 from explorer.charts.common import to_spec
 from explorer.ui import state
@@ -52,9 +55,10 @@ HIDE_SIDEBAR_CSS = """<style>
 </style>"""
 
 
-# Every ASCII punctuation character may be backslash-escaped in CommonMark, and an escaped one is shown as itself:
-# no link, image, HTML, emphasis, LaTeX ($), Streamlit directive (:red[...], :material/...:) or autolink survives.
-_PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")
+# CommonMark shows a backslash-escaped punctuation character as itself. Escaping every character that can start or
+# shape markup leaves no link, image, HTML, emphasis, heading, list, table, LaTeX ($), Streamlit directive
+# (:red[...], :material/...:) or GFM autolink (http://, www., e-mail: the ':' and '.' are escaped) alive.
+_PUNCTUATION = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~:$&=^\"'])")
 
 
 def literal(text) -> str:
@@ -101,6 +105,47 @@ def _projected(spec: dict) -> dict:
     return {**spec, "config": config}
 
 
+def wire(figure) -> dict:
+    """A chart as chart() hands it to Streamlit: a Vega-Lite dict whose datasets are already Arrow bytes.
+
+    st.vega_lite_chart re-encodes inline data to Arrow on every run, unless it already is; a page that caches
+    wire(...) by its parameters pays for the encoding once for the whole server.
+    """
+    spec = figure if isinstance(figure, dict) else to_spec(figure)
+    datasets = spec.get("datasets")
+    if not datasets or all(isinstance(v, bytes) for v in datasets.values()):
+        return spec
+    encoded = {
+        k: v if isinstance(v, bytes) else dataframe_util.convert_anything_to_arrow_bytes(v) for k, v in datasets.items()
+    }
+    return {**spec, "datasets": encoded}
+
+
+def _json_data(spec: dict) -> dict:
+    """The spec with its Arrow datasets back as rows of values (plain Vega-Lite, for vl-convert)."""
+    datasets = spec.get("datasets") or {}
+    rows = {k: pa.ipc.open_stream(v).read_all().to_pylist() if isinstance(v, bytes) else v for k, v in datasets.items()}
+    return {**spec, "datasets": rows} if datasets else spec
+
+
+@st.cache_data(max_entries=256, show_spinner=False)
+def _built_spec(builder: str, args: tuple, kwargs: dict, properties: dict) -> dict:
+    module, _, name = builder.rpartition(".")
+    figure = getattr(importlib.import_module(module), name)(*args, **kwargs)
+    return wire(figure.properties(**properties) if properties else figure)
+
+
+def spec_of(builder, *args, properties: dict | None = None, **kwargs) -> dict:
+    """builder(*args, **kwargs) as a Vega-Lite dict, built once per distinct arguments for the whole server.
+
+    Building an Altair chart and turning it into a dict costs tens of milliseconds, more than most tables behind
+    it; a class on one link asks for the same charts. `builder` is a function of an explorer.charts module; its
+    arguments are plain values, DataFrames and text dicts (Streamlit hashes them). `properties` are set on the
+    chart before it is turned into a dict (a height, say).
+    """
+    return _built_spec(f"{builder.__module__}.{builder.__name__}", args, kwargs, properties or {})
+
+
 def chart(figure, data: pd.DataFrame | None, name: str, *, where=None, width="stretch") -> None:
     """Draw an Altair chart (or a cached Vega-Lite dict) and offer its data as CSV and the chart as SVG.
 
@@ -108,7 +153,7 @@ def chart(figure, data: pd.DataFrame | None, name: str, *, where=None, width="st
     files are made only when the button is clicked. In projector mode the chart's type and marks grow.
     """
     where = where or st
-    spec = figure if isinstance(figure, dict) else to_spec(figure)  # st.altair_chart would validate it every run
+    spec = wire(figure)  # st.altair_chart would validate the chart and re-encode its data on every run
     if projector():
         spec = _projected(spec)
     where.vega_lite_chart(spec, width=width)
@@ -142,7 +187,7 @@ def svg(spec: dict) -> str:
     """The chart rendered to SVG by vl-convert (imported on first use: it starts a JavaScript runtime)."""
     import vl_convert
 
-    return vl_convert.vegalite_to_svg(spec)
+    return vl_convert.vegalite_to_svg(_json_data(spec))
 
 
 @st.cache_resource

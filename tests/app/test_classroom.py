@@ -9,8 +9,7 @@ import pandas as pd
 from app_helpers import assert_clean, metric, open_link
 from streamlit.testing.v1 import AppTest
 
-from explorer.charts.common import to_spec
-from explorer.ui.frame import PROJECTOR_CHART, svg
+from explorer.ui.frame import PROJECTOR_CHART, svg, wire
 from explorer.ui.registry import PAGES
 
 PAGE = "views/sqrt_dk.py"
@@ -97,5 +96,5 @@ def test_every_chart_has_csv_and_svg_downloads_and_svg_renders():
     assert sum(k.startswith("svg_") for k in keys) == n_charts
     assert sum(k.startswith("csv_") for k in keys) == n_charts
     figure = alt.Chart(pd.DataFrame({"x": [1, 2], "y": [3, 4]}), title="权重").mark_line().encode(x="x", y="y")
-    text = svg(to_spec(figure))
+    text = svg(wire(figure))  # as the page holds it: data already Arrow-encoded for Streamlit
     assert text.lstrip().startswith("<svg") and "权重" in text
