@@ -1,20 +1,33 @@
 """attn_core: exact, tested attention in PyTorch, and the analysis helpers of Attention Explorer."""
 
-from attn_core.masks import block_causal_mask, causal_mask, padding_mask, sliding_window_mask
+from attn_core.backward import AttentionGrads, attention_backward, attention_backward_autograd
+from attn_core.bilinear import asymmetry, projected_scores
+from attn_core.masks import (
+    block_causal_mask,
+    causal_mask,
+    future_keys,
+    hierarchical_causal_mask,
+    padding_mask,
+    sliding_window_mask,
+)
 from attn_core.multihead import MultiHeadAttention
-from attn_core.naive import masked_softmax, naive_attention
+from attn_core.naive import masked_softmax, naive_attention, renormalise
 from attn_core.positional import frequencies, shift_matrix, single_period_encoding, sinusoidal_encoding
 from attn_core.regression import AdditiveAttention, kernel_weights, nadaraya_watson, parameter_count
 from attn_core.stats import (
     cosine_similarity_samples,
     entropy,
     jacobian_norm,
+    normal_mass,
     random_logits,
     sample_score_prefixes,
     sample_scores,
     saturation_summary,
+    score_mass,
     score_statistics,
+    share_within,
     softmax_jacobian,
+    theoretical_score_kurtosis,
     theoretical_score_mean,
     theoretical_score_variance,
 )
@@ -28,9 +41,13 @@ from attn_core.tiled import TiledTrace, TileStep, tiled_attention, tiled_attenti
 
 __all__ = [
     "AdditiveAttention",
+    "AttentionGrads",
     "MultiHeadAttention",
     "TileStep",
     "TiledTrace",
+    "asymmetry",
+    "attention_backward",
+    "attention_backward_autograd",
     "block_causal_mask",
     "causal_mask",
     "cosine_similarity_samples",
@@ -39,26 +56,34 @@ __all__ = [
     "flash_attention",
     "flash_available",
     "frequencies",
+    "future_keys",
+    "hierarchical_causal_mask",
     "jacobian_norm",
     "kernel_weights",
     "make_permutation",
     "masked_softmax",
     "nadaraya_watson",
     "naive_attention",
+    "normal_mass",
     "padding_mask",
     "parameter_count",
     "parse_permutation",
     "permutation_matrix",
+    "projected_scores",
     "random_logits",
+    "renormalise",
     "sample_score_prefixes",
     "sample_scores",
     "saturation_summary",
+    "score_mass",
     "score_statistics",
+    "share_within",
     "shift_matrix",
     "single_period_encoding",
     "sinusoidal_encoding",
     "sliding_window_mask",
     "softmax_jacobian",
+    "theoretical_score_kurtosis",
     "theoretical_score_mean",
     "theoretical_score_variance",
     "tiled_attention",

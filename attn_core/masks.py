@@ -44,3 +44,36 @@ def block_causal_mask(n: int, block: int, *, device=None) -> torch.Tensor:
     block = check_int("block", block, minimum=1)
     b = torch.arange(n, device=device) // block
     return b[:, None] >= b[None, :]
+
+
+def hierarchical_causal_mask(n: int, levels: Sequence[int] = (1, 4, 16), *, device=None) -> torch.Tensor:
+    """(n, n): causal at several granularities: fine steps nearby, coarse steps far back.
+
+    Query i sees key j <= i when the distance i - j is a multiple of levels[l] and smaller than
+    levels[l + 1] (the last level has no upper bound). With levels (1, 4, 16) a query sees its 3 nearest
+    predecessors, then every 4th key up to 12 back, then every 16th key: causal by construction, and
+    each row sees O(sum levels[l+1] / levels[l]) keys plus n / levels[-1].
+    """
+    n = check_int("n", n, minimum=1)
+    if isinstance(levels, (str, bytes)) or not isinstance(levels, Sequence) or not levels:
+        raise ValueError(f"levels must be a non-empty sequence of increasing integers >= 1, got {levels!r}")
+    levels = [check_int("levels[i]", level, minimum=1) for level in levels]
+    if any(b <= a for a, b in zip(levels, levels[1:], strict=False)):
+        raise ValueError(f"levels must be strictly increasing, got {levels}")
+    i = torch.arange(n, device=device)
+    distance = i[:, None] - i[None, :]  # query index - key index
+    mask = torch.zeros(n, n, dtype=torch.bool, device=device)
+    for level, upper in zip(levels, [*levels[1:], None], strict=True):
+        step = distance.remainder(level) == 0
+        below = distance < upper if upper is not None else torch.ones_like(step)
+        mask |= (distance >= 0) & step & below
+    return mask
+
+
+def future_keys(mask: torch.Tensor) -> torch.Tensor:
+    """(..., n_q): how many keys j > i each query i may attend; all 0 exactly when the mask is causal."""
+    if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool or mask.dim() < 2:
+        raise ValueError(f"mask must be a bool tensor of shape (..., n_q, n_k), got {getattr(mask, 'shape', mask)!r}")
+    n_q, n_k = mask.shape[-2:]
+    future = ~causal_mask(n_q, n_k, device=mask.device)  # (n_q, n_k): j > i
+    return (mask & future).sum(dim=-1)

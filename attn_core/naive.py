@@ -49,6 +49,28 @@ def _softmax(logits: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
     return e / torch.where(total > 0, total, torch.ones_like(total))
 
 
+def renormalise(weights: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Weights restricted to the keys `mask` keeps and divided by their sum over those keys, row by row.
+
+    Masking before softmax does exactly this to the unmasked weights: for kept j,
+    e^(s_j) / sum_{kept l} e^(s_l) = w_j / sum_{kept l} w_l with w = softmax(s). A row that keeps
+    nothing gets zeros, as in masked_softmax.
+    """
+    if not isinstance(weights, torch.Tensor) or not weights.is_floating_point() or weights.dim() < 1:
+        raise ValueError(f"weights must be a floating-point tensor (..., n_k), got {weights!r:.60}")
+    if bool((weights < 0).any()) or not bool(torch.isfinite(weights).all()):
+        raise ValueError("weights must be finite and >= 0")
+    if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
+        raise ValueError("mask must be a bool tensor (True = keep)")
+    try:
+        torch.broadcast_shapes(mask.shape, weights.shape)
+    except RuntimeError:
+        raise ValueError(f"mask {tuple(mask.shape)} must broadcast to weights {tuple(weights.shape)}") from None
+    kept = weights * mask
+    total = kept.sum(dim=-1, keepdim=True)
+    return kept / torch.where(total > 0, total, torch.ones_like(total))
+
+
 def attention_logits(q: torch.Tensor, k: torch.Tensor, scale: float, temperature: float) -> torch.Tensor:
     """q @ k^T * scale / temperature, in the softmax dtype."""
     dtype = softmax_dtype(q.dtype)

@@ -76,8 +76,55 @@ def theoretical_score_variance(d_k: int, *, distribution: str = "normal", mean: 
     return d_k * (1.0 + 2.0 * mu**2)
 
 
+def theoretical_score_kurtosis(d_k: int) -> float:
+    """Kurtosis E[(q.k)^4] / Var^2 of q.k for N(0, 1) entries: 3 + 6 / d_k (a normal has 3).
+
+    Each product q_i k_i has fourth moment 9; summing d_k of them pulls the kurtosis towards 3 as 1/d_k,
+    so q.k is Gaussian only in the limit: at d_k = 1 it is the product of two normals.
+    """
+    check_int("d_k", d_k, minimum=1)
+    return 3.0 + 6.0 / d_k
+
+
+def normal_mass(k: float) -> float:
+    """P(|Z| <= k) for Z ~ N(0, 1): erf(k / sqrt 2), e.g. 0.6827, 0.9545, 0.9973 at k = 1, 2, 3."""
+    return math.erf(check_positive("k", k) / math.sqrt(2.0))
+
+
+_MASS_POINTS = 20_001
+
+
+def score_mass(d_k: int, bound: float) -> float:
+    """P(|q.k| <= bound) exactly (to about 1e-7) for q, k with independent N(0, 1) entries, without sampling.
+
+    Given q, q.k ~ N(0, |q|^2), so P = E[erf(bound / (sqrt 2 R))] with R = |q| chi-distributed with
+    d_k degrees of freedom; the expectation is integrated on a fine grid of R. It differs from the
+    normal formula erf(bound / sqrt(2 d_k)) because q.k is not exactly normal (its tails are heavier).
+    """
+    check_int("d_k", d_k, minimum=1)
+    bound = check_positive("bound", bound)
+    r = torch.linspace(0.0, math.sqrt(d_k) + 16.0, _MASS_POINTS, dtype=torch.float64)  # (points,)
+    log_norm = (d_k / 2 - 1) * math.log(2) + math.lgamma(d_k / 2)  # the chi density's normalising constant
+    log_pdf = (d_k - 1) * torch.log(r.clamp_min(1e-300)) - r**2 / 2 - log_norm
+    at_zero = math.sqrt(2 / math.pi) if d_k == 1 else 0.0  # r^0 at r = 0 for d_k = 1, else r^(d_k - 1) = 0
+    pdf = torch.where(r > 0, log_pdf.exp(), torch.tensor(at_zero, dtype=r.dtype))
+    inside = torch.where(r > 0, torch.special.erf(bound / (math.sqrt(2.0) * r.clamp_min(1e-300))), torch.ones_like(r))
+    return float(torch.trapezoid(pdf * inside, r) / torch.trapezoid(pdf, r))
+
+
+def share_within(x: torch.Tensor, bound: float) -> tuple[float, float]:
+    """The share of |x| <= bound and its binomial standard error sqrt(p (1 - p) / N)."""
+    check_tensor("x", x)
+    bound = check_positive("bound", bound)
+    values = x.detach().reshape(-1)
+    if values.numel() < 2:
+        raise ValueError(f"x must hold at least 2 values, got {values.numel()}")
+    p = float((values.abs() <= bound).double().mean())
+    return p, math.sqrt(p * (1 - p) / values.numel())
+
+
 def score_statistics(scores: torch.Tensor) -> dict[str, float]:
-    """Mean, variance (unbiased), its standard error, and the share of scores within 3 sample sigmas.
+    """Mean, variance (unbiased), its standard error, the share within 3 sample sigmas, and the kurtosis m4 / m2^2.
 
     The standard error of the sample variance is sqrt((m4 - s^4) / N), m4 the fourth central moment:
     it tells how far from the theory an honest sample may land.
@@ -90,6 +137,7 @@ def score_statistics(scores: torch.Tensor) -> dict[str, float]:
     m4 = ((x - mean) ** 4).mean()
     std = var.sqrt()
     inside = ((x - mean).abs() <= 3 * std).double().mean() if std > 0 else torch.tensor(1.0)
+    kurtosis = m4 / ((x - mean) ** 2).mean() ** 2 if std > 0 else torch.tensor(float("nan"))
     return {
         "n": x.numel(),
         "mean": float(mean),
@@ -97,6 +145,7 @@ def score_statistics(scores: torch.Tensor) -> dict[str, float]:
         "std": float(std),
         "var_stderr": float(((m4 - var**2).clamp_min(0) / x.numel()).sqrt()),
         "share_within_3sigma": float(inside),
+        "kurtosis": float(kurtosis),
     }
 
 

@@ -5,6 +5,7 @@ import streamlit as st
 from explorer.charts import equivariance as charts
 from explorer.tables import equivariance as tables
 from explorer.ui import state as controls
+from explorer.ui.claims import notes_claim
 from explorer.ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed, spec_of
 from explorer.ui.i18n import t, td, tl
 
@@ -15,6 +16,7 @@ MATRICES = {"A": "a", "A′": "a_prime", "P A Pᵀ": "pap"}  # the tables' matri
 
 views = st.cache_data(max_entries=64)(tables.weights_views)
 variant_errors = st.cache_data(max_entries=64)(tables.variant_errors)
+shared_projection = st.cache_data(max_entries=64)(tables.shared_projection)
 kind_labels = td("equivariance.kinds")
 breakers = td("equivariance.breakers")
 
@@ -145,4 +147,34 @@ with friendly_errors(t("equivariance.errors.weights")):
     st.caption(
         t("equivariance.weights_caption", vmax=vmax, gap=s["weights_gap"])
         + t("equivariance.weights_same" if same else "equivariance.weights_broken")
+    )
+
+st.subheader(t("equivariance.projection.heading"))
+left, right = st.columns([3, 2])
+with right:
+    formula(
+        r"\begin{aligned}S&=(XW_Q)(XW_K)^\top/\sqrt d=X\,(W_QW_K^\top)\,X^\top/\sqrt d\\"
+        r"W_Q=W_K=W&\ \Rightarrow\ S=X\,WW^\top X^\top/\sqrt d=S^\top\\ KQ^\top&=(QK^\top)^\top\end{aligned}",
+        t("equivariance.projection.formula_caption"),
+    )
+    for key in ("shared_symmetric", "shared_equivalent", "qk_kq"):
+        notes_claim(key)
+with left, friendly_errors(t("equivariance.errors.projection")):
+    cells, sym = shared_projection(n, d, seed())
+    m1, m2, m3 = st.columns(3)
+    m1.metric(t("equivariance.projection.separate"), f"{sym['separate']['scores']:.3g}")
+    m2.metric(t("equivariance.projection.shared"), f"{sym['shared']['scores']:.3g}")
+    m3.metric(t("equivariance.projection.kq_gap"), f"{sym['kq_gap']:.3g}", help=t("equivariance.projection.kq_help"))
+    limit = float(cells.score.abs().max()) or 1.0
+    text = td("equivariance.charts.projection")
+    for column, matrix in zip(st.columns(2), ("separate", "shared"), strict=True):
+        title = t(f"equivariance.projection.titles.{matrix}")
+        figure = spec_of(charts.projection_heatmap, cells, matrix, "score", {**text, "title": title}, limit)
+        chart(figure, cells[cells.matrix == matrix], f"scores_{matrix}", where=column)
+    st.caption(
+        t(
+            "equivariance.projection.caption",
+            separate=sym["separate"]["weights"],
+            shared=sym["shared"]["weights"],
+        )
     )

@@ -6,7 +6,8 @@ import streamlit as st
 from explorer.charts import masks as charts
 from explorer.tables import masks as tables
 from explorer.ui import state as controls
-from explorer.ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed, wire
+from explorer.ui.claims import notes_claim
+from explorer.ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed, spec_of, wire
 from explorer.ui.i18n import t, td, tl
 
 GRID = "mask_grid"  # the custom grid in the URL: one row of 0/1 per query, rows joined by "-" (1 = may attend)
@@ -14,6 +15,8 @@ GRID = "mask_grid"  # the custom grid in the URL: one row of 0/1 per query, rows
 mask_parts = st.cache_data(max_entries=64)(tables.mask_parts)
 scores_and_weights = st.cache_data(max_entries=64)(tables.scores_and_weights)
 fill_comparison = st.cache_data(max_entries=64)(tables.fill_comparison)
+padding_renormalisation = st.cache_data(max_entries=8)(tables.padding_renormalisation)
+notes_masks = st.cache_data(max_entries=64)(tables.notes_masks)
 part_names = td("masks.parts")
 cells_text = td("masks.charts.cells")
 
@@ -284,3 +287,65 @@ def fill_and_gradient(spec: tuple) -> None:
 
 
 fill_and_gradient(spec)
+
+
+st.subheader(t("masks.sections.renormalise"))
+left, right = st.columns([3, 2])
+with right:
+    formula(
+        r"w^{\text{masked}}_j=\frac{e^{s_j}}{\sum_{l\ \text{real}}e^{s_l}}"
+        r"=\frac{w_j}{\sum_{l\ \text{real}}w_l},\qquad w=\mathrm{softmax}(s)",
+        t("masks.renormalise.formula_caption"),
+    )
+    notes_claim("renormalise")
+    notes_claim("softmax_padding")
+with left, friendly_errors(t("masks.errors.renormalise")):
+    real = controls.slider(
+        t("masks.controls.real"), 1, len(tables.NOTES_LOGITS), 3, 1, key="mask_real", help=t("masks.controls.real_help")
+    )
+    rows, renorm = padding_renormalisation(real)
+    chart(spec_of(charts.renormalisation_bars, rows, td("masks.charts.renormalise")), rows, "renormalisation")
+    m1, m2, m3 = st.columns(3)
+    m1.metric(t("masks.renormalise.kept"), f"{renorm['kept']:.4f}", help=t("masks.renormalise.kept_help"))
+    m2.metric(t("masks.renormalise.factor"), f"× {renorm['factor']:.4f}")
+    m3.metric(t("masks.renormalise.gap"), f"{renorm['gap']:.1e}", help=t("masks.renormalise.gap_help"))
+    columns = td("masks.renormalise.columns")
+    st.dataframe(
+        rows.assign(real=rows.real.map({True: columns["yes"], False: columns["no"]})),
+        hide_index=True,
+        column_config={
+            name: st.column_config.NumberColumn(columns[name], format="%.4f")
+            for name in ("logit", "before", "after", "rescaled", "by_sum")
+        }
+        | {"token": columns["token"], "real": columns["real"]},
+    )
+
+
+st.subheader(t("masks.sections.notes_masks"))
+left, right = st.columns([3, 2])
+with right:
+    formula(
+        r"\begin{aligned}&\text{notes:}\ M\leftarrow\mathrm{tril}(1);\ M[i{:}i{+}L,\ i{:}i{+}L]\leftarrow 1\\"
+        r"&\text{attn\_core:}\ M_{ij}=[\,j\le i\,]\wedge\exists\ell:\ \ell_l\mid(i-j)<\ell_{l+1}\end{aligned}",
+        t("masks.notes_masks.formula_caption"),
+    )
+    notes_claim("hierarchical")
+    notes_claim("sliding_window")
+with left, friendly_errors(t("masks.errors.notes_masks")):
+    c1, c2 = st.columns(2)
+    notes_n = controls.slider(t("masks.controls.notes_n"), 2, tables.MAX_NOTES_N, 16, 1, key="mask_notes_n", where=c1)
+    notes_window = controls.slider(t("masks.controls.notes_window"), 1, 8, 3, 1, key="mask_notes_window", where=c2)
+    cells, counts = notes_masks(notes_n, min(notes_window, notes_n))
+    names = td("masks.notes_masks.parts")
+    text = cells_text | td("masks.charts.parts") | td("masks.charts.notes_masks")
+    figure = spec_of(charts.mask_parts, cells, list(tables.NOTES_MASKS), text, names)
+    chart(figure, cells, "notes_masks", width="content")
+    columns = td("masks.notes_masks.columns")
+    st.dataframe(
+        counts.assign(
+            part=counts.part.map(names), causal=counts.causal.map({True: columns["yes"], False: columns["no"]})
+        ),
+        hide_index=True,
+        column_config={name: columns[name] for name in ("part", "future", "widest", "causal")},
+    )
+    st.caption(t("masks.notes_masks.caption", levels=", ".join(map(str, tables.NOTES_LEVELS))))

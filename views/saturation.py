@@ -205,10 +205,12 @@ for column, logits in ((c1, tables.NOTES_UNSCALED), (c2, tables.NOTES_SCALED)):
 with friendly_errors(t("saturation.errors.notes")):
     headers = td("saturation.notes.columns")
     st.markdown(t("saturation.notes.heading"))
+    rows = notes_check()
     st.dataframe(
-        notes_check(),
+        rows.assign(verdict=rows.verdict.map(td("notes.verdicts"))).drop(columns="key"),  # the claims table's verdicts
         hide_index=True,
         column_config={
+            "verdict": headers["verdict"],
             "logits": headers["logits"],
             "notes": headers["notes"],
             "computed": headers["computed"],

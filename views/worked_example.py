@@ -1,15 +1,18 @@
 import math
 
+import pandas as pd
 import streamlit as st
 
 from explorer.charts import worked_example as charts
+from explorer.tables import notes
 from explorer.tables import worked_example as tables
 from explorer.ui import state as controls
 from explorer.ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed, spec_of
 from explorer.ui.i18n import t, td, tl
 
 steps_of = st.cache_data(max_entries=64)(tables.attention_steps)
-claims = st.cache_data(max_entries=16)(tables.check_claims)
+backward_of = st.cache_data(max_entries=64)(tables.backward_steps)
+claims = st.cache_data(max_entries=16)(notes.check_claims)
 LIMIT = int(tables.MAX_ABS_ENTRY)
 
 
@@ -121,36 +124,113 @@ if steps is not None:
             chart(figure, parts, "pieces")
         notice(tl("worked_example.notice"))
 
+if steps is not None:
+    st.subheader(t("worked_example.backward.heading"))
+    with friendly_errors(t("worked_example.sections.backward")):
+        back = backward_of(q, k, v, scaled, token)
+        c = rf"\tfrac{{1}}{{\sqrt{{{d_k}}}}}" if scaled else "1"
+        left, right = st.columns([3, 2])
+        with right:
+            formula(
+                r"\begin{aligned}\frac{\partial L}{\partial V}&=A^\top\frac{\partial L}{\partial Z}"
+                r"\qquad\frac{\partial L}{\partial A}=\frac{\partial L}{\partial Z}V^\top\\"
+                r"\frac{\partial L}{\partial S'}&=A\odot\Big(\frac{\partial L}{\partial A}-"
+                r"\mathrm{rowsum}\big(\tfrac{\partial L}{\partial A}\odot A\big)\Big)\\"
+                r"\frac{\partial L}{\partial Q}&=c\,\frac{\partial L}{\partial S'}K\qquad"
+                r"\frac{\partial L}{\partial K}=c\,\Big(\frac{\partial L}{\partial S'}\Big)^{\!\top}Q\end{aligned}",
+                t("worked_example.backward.formula_caption"),
+            )
+            errors = back["errors"].assign(gradient=back["errors"].gradient.map(td("worked_example.backward.names")))
+            st.dataframe(
+                errors,
+                hide_index=True,
+                column_config={
+                    "gradient": t("worked_example.backward.columns.gradient"),
+                    "max_error": st.column_config.NumberColumn(
+                        t("worked_example.backward.columns.error"), format="%.1e"
+                    ),
+                },
+            )
+            notice(tl("worked_example.backward.notice", token=token))
+        with left:
+            st.markdown(t("worked_example.backward.lede", token=token))
+            st.latex(r"\frac{\partial L}{\partial Z} = " + charts.bmatrix(back["upstream"], 0))
+            st.latex(
+                r"\frac{\partial L}{\partial V} = A^\top\frac{\partial L}{\partial Z} = "
+                + charts.bmatrix(back["dv"], 4)
+            )
+            st.latex(
+                r"\frac{\partial L}{\partial A} = \frac{\partial L}{\partial Z}V^\top = "
+                + charts.bmatrix(back["dweights"], 4)
+            )
+            st.latex(r"\frac{\partial L}{\partial S'} = " + charts.bmatrix(back["dscores"], 4))
+            st.latex(
+                rf"\frac{{\partial L}}{{\partial Q}} = {c}\,\frac{{\partial L}}{{\partial S'}}K = "
+                + charts.bmatrix(back["dq"], 4)
+            )
+            st.latex(
+                rf"\frac{{\partial L}}{{\partial K}} = {c}\,\Big(\frac{{\partial L}}{{\partial S'}}\Big)^{{\!\top}}Q = "
+                + charts.bmatrix(back["dk"], 4)
+            )
+            st.caption(t("worked_example.backward.notes_caption"))
+
 st.subheader(t("worked_example.check"))
 st.markdown(t("worked_example.check_lede"))
 with friendly_errors(t("worked_example.sections.claims")):
     table = claims(seed())
-    wrong = table.verdict == "✗"
-    verdicts = {"✓": t("worked_example.verdicts.holds"), "✗": t("worked_example.verdicts.wrong")}
-    shown_table = table.assign(  # what the viewer reads, in their language; the numbers stay as computed
-        claim=table.key.map(td("worked_example.claims")),
-        where=table.key.map(td("worked_example.where")),
-        verdict=table.verdict.map(verdicts),
-    ).drop(columns="key")
-    st.metric(
-        t("worked_example.metrics.holds"),
-        t("worked_example.metrics.holds_value", passed=int((~wrong).sum()), total=len(table)),
+    verdict_names = td("notes.verdicts")
+    counts = table.verdict.value_counts()
+    for column, verdict in zip(st.columns(len(notes.VERDICTS)), notes.VERDICTS, strict=True):
+        column.metric(verdict_names[verdict], int(counts.get(verdict, 0)))
+    f1, f2 = st.columns([1, 2])
+    chosen = controls.pills(
+        t("worked_example.controls.verdicts"),
+        list(notes.VERDICTS),
+        list(notes.VERDICTS),
+        key="we_verdicts",
+        multi=True,
+        where=f1,
+        format_func=verdict_names.get,
     )
+    files = controls.pills(
+        t("worked_example.controls.files"),
+        list(notes.FILES),
+        list(notes.FILES),
+        key="we_files",
+        multi=True,
+        where=f2,
+        help=t("worked_example.controls.files_help"),
+    )
+    shown_rows = table[table.verdict.isin(chosen or []) & table.files.map(lambda f: any(x in f for x in files or []))]
+    why = {key: t(f"notes.why.{key}", **facts) for key, facts in zip(shown_rows.key, shown_rows.facts, strict=True)}
+    shown_table = pd.DataFrame(  # what the viewer reads, in their language; the numbers stay as computed
+        {
+            "claim": shown_rows.key.map(td("notes.claims")),
+            "where": shown_rows.key.map(td("notes.where")),
+            "notes": shown_rows.notes,
+            "computed": shown_rows.computed,
+            "verdict": shown_rows.verdict.map(verdict_names),
+            "why": shown_rows.key.map(why),
+        }
+    )
+    colours = {"wrong": "#fde2e1", "inexact": "#fff3cd", "right": ""}
+    row_colour = dict(zip(shown_table.index, shown_rows.verdict.map(colours), strict=True))
+    headers = td("notes.columns")
     st.dataframe(
         shown_table.style.apply(
-            lambda row: ["background-color: #fde2e1" if wrong[row.name] else ""] * len(row), axis=1
+            lambda row: [f"background-color: {row_colour[row.name]}" if row_colour[row.name] else ""] * len(row), axis=1
         ),
         hide_index=True,
         width="stretch",
-        height=35 * (len(table) + 1) + 3,  # every row visible, no inner scrollbar
+        height=min(35 * (len(shown_table) + 1) + 3, 900),
         column_config={
-            "claim": st.column_config.TextColumn(t("worked_example.columns.claim"), width="medium"),
-            "where": st.column_config.TextColumn(t("worked_example.columns.where")),
-            "notes": st.column_config.TextColumn(t("worked_example.columns.notes")),
-            "computed": st.column_config.TextColumn(t("worked_example.columns.computed"), width="medium"),
-            "verdict": st.column_config.TextColumn(t("worked_example.columns.verdict"), width="small"),
-            "max_abs_error": st.column_config.NumberColumn(t("worked_example.columns.error"), format="%.2e"),
-            "tolerance": st.column_config.NumberColumn(t("worked_example.columns.tolerance"), format="%.1e"),
+            "claim": st.column_config.TextColumn(headers["claim"], width="medium"),
+            "where": st.column_config.TextColumn(headers["where"]),
+            "notes": st.column_config.TextColumn(headers["notes"]),
+            "computed": st.column_config.TextColumn(headers["computed"], width="medium"),
+            "verdict": st.column_config.TextColumn(headers["verdict"], width="small"),
+            "why": st.column_config.TextColumn(headers["why"], width="large"),
         },
     )
-    st.caption(t("worked_example.samples", n=tables.SAMPLES, seed=seed()))
+    st.caption(t("worked_example.samples", n=notes.SAMPLES, seed=seed()))
+    st.caption(" · ".join(td("notes.files").values()))

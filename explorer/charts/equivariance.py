@@ -101,3 +101,30 @@ def variant_errors_log(
         .encode(x=alt.X("tolerance:Q"))
     )
     return (bars + labels + tol + tol_label).properties(title=text["title"], height=HEIGHT)
+
+
+def projection_heatmap(cells: pd.DataFrame, matrix: str, value: str, text: Mapping[str, str], limit: float):
+    """Scores (diverging, -limit..limit) or weights (0..limit) of the "separate" or "shared" projections.
+
+    cells: matrix, query, key, score, weight. text: title, x, y, value (the legend and tooltip title).
+    """
+    data = cells[cells.matrix == matrix]
+    scale = (
+        alt.Scale(scheme="blueorange", domain=[-limit, limit], domainMid=0)
+        if value == "score"
+        else alt.Scale(scheme="blues", domain=[0, limit])
+    )
+    return (
+        heatmap(data, x="key", y="query", value=value, title=text["title"])
+        .encode(
+            x=alt.X("key:O", title=text["x"]),
+            y=alt.Y("query:O", title=text["y"]),
+            color=alt.Color(f"{value}:Q", scale=scale, title=text["value"], legend=alt.Legend(gradientLength=120)),
+            tooltip=[
+                alt.Tooltip("query:O", title=text["y"]),
+                alt.Tooltip("key:O", title=text["x"]),
+                alt.Tooltip(f"{value}:Q", title=text["value"], format=".4f"),
+            ],
+        )
+        .properties(height=HEATMAP_HEIGHT)
+    )

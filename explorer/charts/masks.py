@@ -144,3 +144,38 @@ def cell_heatmap(
         autosize=pad,
         view=alt.ViewBackground(fill=HIDDEN_GREY),  # shows through the faded hidden cells
     )
+
+
+def renormalisation_bars(rows: pd.DataFrame, text: Mapping[str, str]):
+    """Each token's weight before and after masking, side by side; rows: token, real, before, after.
+
+    text: title, x, y, before, after, stage (legend title), real, padding (the token kinds in the tooltip).
+    """
+    stages = {"before": text["before"], "after": text["after"]}
+    data = rows.melt(id_vars=["token", "real"], value_vars=list(stages), var_name="stage", value_name="weight")
+    data = data.assign(
+        stage=data["stage"].map(stages), kind=data["real"].map({True: text["real"], False: text["padding"]})
+    )
+    return (
+        alt.Chart(data)
+        .mark_bar()
+        .encode(
+            x=alt.X("token:O", title=text["x"], axis=alt.Axis(labelAngle=0)),
+            xOffset=alt.XOffset("stage:N", sort=list(stages.values())),
+            y=alt.Y("weight:Q", title=text["y"], scale=alt.Scale(domain=[0, 1])),
+            color=alt.Color(
+                "stage:N",
+                sort=list(stages.values()),
+                scale=alt.Scale(range=["#9e9e9e", "#1b9e77"]),
+                title=text["stage"],
+                legend=alt.Legend(orient="top"),
+            ),
+            tooltip=[
+                alt.Tooltip("token:O", title=text["x"]),
+                alt.Tooltip("kind:N", title=text["kind"]),
+                alt.Tooltip("stage:N", title=text["stage"]),
+                alt.Tooltip("weight:Q", title=text["y"], format=".4f"),
+            ],
+        )
+        .properties(title=_title(text["title"]), height=HEIGHT)
+    )

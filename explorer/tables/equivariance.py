@@ -17,8 +17,9 @@ import math
 import pandas as pd
 import torch
 
+from attn_core.bilinear import asymmetry, projected_scores
 from attn_core.masks import causal_mask
-from attn_core.naive import naive_attention
+from attn_core.naive import masked_softmax, naive_attention
 from attn_core.positional import sinusoidal_encoding
 from attn_core.symmetry import make_permutation, parse_permutation, permutation_matrix
 
@@ -157,3 +158,29 @@ def variant_errors(n: int, d: int, perm: tuple[int, ...], seed: int, precision: 
             }
         )
     return pd.DataFrame(rows)
+
+
+def shared_projection(n: int, d: int, seed: int) -> tuple[pd.DataFrame, dict]:
+    """The page's tokens scored with separate W_q, W_k and with one shared W = W_q, in float64.
+
+    Returns (cells, stats): cells has matrix ("separate", "shared"), query, key, score (q_i.k_j / sqrt d) and
+    weight (softmax of the row); stats holds, per matrix, the score asymmetry max |S - S^T| and the weight
+    asymmetry max |A - A^T|, and kq_gap = max |softmax(S) - softmax(S^T)| for separate projections (Q K^T
+    against K Q^T).
+    """
+    x, w = _tokens_and_projections(n, d, seed, torch.float64)
+    scores = {"separate": projected_scores(x, w[0], w[1]), "shared": projected_scores(x, w[0])}  # (n, n) each
+    rows, cols = (i.flatten() for i in torch.meshgrid(torch.arange(n), torch.arange(n), indexing="ij"))
+    frames, stats = [], {}
+    for name, s in scores.items():
+        a = masked_softmax(s)
+        frames.append(
+            pd.DataFrame(
+                {"matrix": name, "query": rows.numpy(), "key": cols.numpy(), "score": s.flatten().numpy()}
+                | {"weight": a.flatten().numpy()}
+            )
+        )
+        stats[name] = {"scores": asymmetry(s), "weights": asymmetry(a)}
+    separate = scores["separate"]
+    stats["kq_gap"] = float((masked_softmax(separate) - masked_softmax(separate.T)).abs().max())
+    return pd.concat(frames, ignore_index=True), stats

@@ -15,8 +15,16 @@ import numpy as np
 import pandas as pd
 import torch
 
-from attn_core.masks import block_causal_mask, causal_mask, padding_mask, sliding_window_mask
-from attn_core.naive import attention_logits, masked_softmax
+from attn_core.masks import (
+    block_causal_mask,
+    causal_mask,
+    future_keys,
+    hierarchical_causal_mask,
+    padding_mask,
+    sliding_window_mask,
+)
+from attn_core.naive import attention_logits, masked_softmax, renormalise
+from attn_core.notes import notes_hierarchical_mask, notes_sliding_window_mask
 
 MAX_N = 12  # a 12 x 12 grid is the largest that stays readable with a number in every cell
 MAX_BATCH = 4
@@ -255,3 +263,73 @@ def summary_text(summary: pd.DataFrame) -> pd.DataFrame:
         for i, method in enumerate(summary["method"])
     }
     return pd.DataFrame(columns, index=pd.Index(summary.columns[1:], name="fact")).reset_index()
+
+
+# The notes' padding example, and the notes' mask code beside the library's.
+
+NOTES_LOGITS = (0.3, 0.2, 0.4, 0.1, 0.0)  # the notes' padding example: 3 real tokens, then 2 of padding
+NOTES_PRINTED = (0.33, 0.22, 0.44)  # what the notes print for the real tokens after masking
+NOTES_LEVELS = (1, 4, 16)  # the notes' default levels of hierarchical_causal_mask
+MAX_NOTES_N = 32
+NOTES_MASKS = ("notes hierarchical", "hierarchical", "notes sliding window", "sliding window")
+
+
+def padding_renormalisation(real: int) -> tuple[pd.DataFrame, dict]:
+    """The weights of the notes' logits before and after hiding all but the first `real` tokens.
+
+    Returns (rows, stats): rows has token, logit, real, before (softmax of all), after (masked_softmax),
+    rescaled (renormalise: before / its sum over the real tokens), by_sum (logit / sum of the real logits,
+    what the notes print); stats holds kept (the real tokens' share before masking), factor (1 / kept)
+    and gap (max |after - rescaled|, 0 up to rounding).
+    """
+    n = len(NOTES_LOGITS)
+    if isinstance(real, bool) or not isinstance(real, int) or not 1 <= real <= n:
+        raise ValueError(f"real must be an integer between 1 and {n}, got {real!r}")
+    logits = torch.tensor(NOTES_LOGITS, dtype=torch.float64)
+    keep = padding_mask([real], n)[0, 0]  # (n,)
+    before, after = masked_softmax(logits), masked_softmax(logits, keep)
+    rescaled = renormalise(before, keep)
+    real_logits = logits[:real]
+    by_sum = torch.where(keep, logits / real_logits.sum(), torch.zeros_like(logits))
+    rows = pd.DataFrame(
+        {
+            "token": range(1, n + 1),
+            "logit": logits.numpy(),
+            "real": keep.numpy(),
+            "before": before.numpy(),
+            "after": after.numpy(),
+            "rescaled": rescaled.numpy(),
+            "by_sum": by_sum.numpy(),
+        }
+    )
+    kept = float(before[keep].sum())
+    return rows, {"kept": kept, "factor": 1 / kept, "gap": float((after - rescaled).abs().max())}
+
+
+def notes_masks(n: int, window: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The notes' hierarchical and sliding-window masks beside attn_core's, as grids and counts.
+
+    Returns (cells, stats): cells has part (NOTES_MASKS), query, key, allowed; stats one row per part with
+    future (keys after their query that some query sees, in all), widest (most keys one query sees) and causal.
+    """
+    if isinstance(n, bool) or not isinstance(n, int) or not 2 <= n <= MAX_NOTES_N:
+        raise ValueError(f"n must be an integer between 2 and {MAX_NOTES_N}, got {n!r}")
+    if isinstance(window, bool) or not isinstance(window, int) or not 1 <= window <= n:
+        raise ValueError(f"window must be an integer between 1 and n = {n}, got {window!r}")
+    masks = {
+        "notes hierarchical": notes_hierarchical_mask(n, NOTES_LEVELS),
+        "hierarchical": hierarchical_causal_mask(n, NOTES_LEVELS),
+        "notes sliding window": notes_sliding_window_mask(n, window),
+        "sliding window": sliding_window_mask(n, window),
+    }
+    cells = pd.concat([_grid_frame(allowed=m).assign(part=name) for name, m in masks.items()], ignore_index=True)
+    stats = pd.DataFrame(
+        {
+            "part": name,
+            "future": int(future_keys(m).sum()),
+            "widest": int(m.sum(-1).max()),
+            "causal": bool(future_keys(m).sum() == 0),
+        }
+        for name, m in masks.items()
+    )
+    return cells, stats

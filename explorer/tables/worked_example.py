@@ -1,6 +1,7 @@
 """Tables for "Worked example, step by step": the notes' small examples and a re-check of their numbers.
 
     S = Q K^T,   S' = S / sqrt(d_k),   A = softmax(S') row by row,   Z = A V
+    back:  dV = A^T dZ,  dA = dZ V^T,  dS' = A * (dA - rowsum(dA * A)),  dQ = dS' K / √d_k,  dK = dS'^T Q / √d_k
 
 The notes describe a 2-token example with d = 3 and a 4-token example with d = 2 only symbolically
 (q_i, k_j, alpha_ij); the matrices below are our small integer choices for them.
@@ -17,13 +18,10 @@ import numpy as np
 import pandas as pd
 import torch
 
-from attn_core.naive import masked_softmax, naive_attention
-from attn_core.stats import cosine_similarity_samples, sample_scores, score_statistics, theoretical_score_variance
-from attn_core.symmetry import permutation_matrix
-from explorer.tables.geometry import parity_samples
+from attn_core.backward import attention_backward, attention_backward_autograd
+from attn_core.naive import naive_attention
 
 Matrix = tuple[tuple[float, ...], ...]
-SAMPLES = 5000  # pairs drawn for a measured claim: standard errors of about 2%, a fraction of a second
 MAX_ABS_ENTRY = 1e6  # larger entries are almost surely typos, and would overflow QK^T in the display
 
 
@@ -185,195 +183,37 @@ def contributions(weights: pd.DataFrame, v: Matrix, token: int) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-# 3. The notes' numeric claims: inputs and printed numbers are data, true values are computed.
+# 3. The backward pass: L = sum of token i's output z_i, its gradients by hand, checked against autograd.
+
+GRADIENTS = ("dv", "dweights", "dscores", "dq", "dk")
 
 
-@dataclass(frozen=True)
-class Claim:
-    key: str  # stable name: the page shows the claim and its place in the viewer's language by this key
-    claim: str  # in English, as the page's English strings print it
-    where: str  # which notes file (seeds/000_... etc.), and the topic there
-    kind: str  # how to compute the true value: a key of _COMPUTE
-    inputs: tuple
-    stated: tuple[float, ...]
-    decimals: int | None  # digits the notes print; None: an exact statement
-    rounding: float = 0.0  # what float64 arithmetic may add to an exact statement
+def backward_steps(q: Matrix, k: Matrix, v: Matrix, scaled: bool, token: int) -> dict:
+    """dL/dO, dL/dV, dL/dA, dL/dS, dL/dQ, dL/dK for L = sum_c z_token,c, as labelled DataFrames.
 
-
-CLAIMS: tuple[Claim, ...] = (
-    Claim("softmax_8_2_1", "softmax([8, 2, 1])", "000 · scores → weights", "softmax", (8, 2, 1), (0.87, 0.09, 0.04), 2),
-    Claim("softmax_20", "softmax([20, −20])", "000 · why scale", "softmax", (20, -20), (0.9999, 0.0), 4),
-    Claim("softmax_3", "softmax([3, −3])", "000 · why scale", "softmax", (3, -3), (0.95, 0.05), 2),
-    Claim("softmax_20_0", "softmax([20, 0, −20])", "000 · d_k = 64", "softmax", (20, 0, -20), (0.9999, 0.0001, 0.0), 4),
-    Claim("softmax_2_5", "softmax([2.5, 0, −2.5])", "000 · d_k = 64", "softmax", (2.5, 0, -2.5), (0.92, 0.08, 0.0), 2),
-    Claim(
-        "exp_half_square",
-        "e^(−t²/2) at t = 1, 2, 3",
-        "000 · 3σ rule",
-        "exp_half_square",
-        (1, 2, 3),
-        (0.606, 0.135, 0.011),
-        3,
-    ),
-    Claim(
-        "normal_mass",
-        "P(|Z| ≤ 1), P(|Z| ≤ 2), P(|Z| ≤ 3)",
-        "000 · 3σ rule",
-        "normal_mass",
-        (1, 2, 3),
-        (0.6827, 0.9545, 0.9973),
-        4,
-    ),
-    Claim("score_std_512", "std of q·k at d_k = 512", "000 · high dimension", "score_std", (512,), (22.6,), 1),
-    Claim(
-        "score_var_64",
-        "Var(q·k) = d_k at d_k = 64, measured",
-        "001, 003 · why scale",
-        "score_var",
-        (64, SAMPLES),
-        (64.0,),
-        None,
-    ),
-    Claim(
-        "cos_var_512",
-        "Var cos θ = 1/d_k at d_k = 512, measured",
-        "000 · high dimension",
-        "cos_var",
-        (512, SAMPLES),
-        (1 / 512,),
-        None,
-    ),
-    Claim(
-        "permute_rows",
-        "P A for the permutation [2, 0, 1]",
-        "000 · permutations",
-        "permute_rows",
-        (2, 0, 1),
-        (7, 8, 9, 1, 2, 3, 4, 5, 6),
-        None,
-    ),
-    Claim(
-        "permute_cols",
-        "A P for the permutation [2, 0, 1]",
-        "000 · permutations",
-        "permute_cols",
-        (2, 0, 1),
-        (2, 3, 1, 5, 6, 4, 8, 9, 7),
-        None,
-    ),
-    Claim(
-        "additive_odd",
-        "additive score is odd: max |e(−q,−k) + e(q,k)|",
-        "002 · additive",
-        "additive_odd",
-        (8, 16),
-        (0,),
-        None,
-        1e-12,
-    ),
-    Claim(
-        "dot_even",
-        "dot product is even: max |s(−q,−k) − s(q,k)|",
-        "002 · additive",
-        "dot_even",
-        (8, 16),
-        (0,),
-        None,
-        1e-12,
-    ),
-)
-NOTES_A = ((1, 2, 3), (4, 5, 6), (7, 8, 9))  # the 3 x 3 matrix of the permutation example
-SAMPLED_SIGMAS = 4  # a measured value passes within 4 standard errors of the claim (two-sided p ~ 6e-5)
-
-
-def _softmax(inputs, seed):
-    return masked_softmax(torch.tensor(inputs, dtype=torch.float64)).tolist(), 0.0
-
-
-def _exp_half_square(inputs, seed):
-    return [math.exp(-(t**2) / 2) for t in inputs], 0.0
-
-
-def _normal_mass(inputs, seed):
-    return [math.erf(k / math.sqrt(2)) for k in inputs], 0.0
-
-
-def _score_std(inputs, seed):
-    return [math.sqrt(theoretical_score_variance(inputs[0], distribution="normal"))], 0.0
-
-
-def _score_var(inputs, seed):
-    s = score_statistics(sample_scores(inputs[0], inputs[1], seed=seed))
-    return [s["var"]], s["var_stderr"]
-
-
-def _cos_var(inputs, seed):
-    s = score_statistics(cosine_similarity_samples(inputs[0], inputs[1], seed=seed))
-    return [s["var"]], s["var_stderr"]
-
-
-def _permute(inputs, side):
-    p, a = permutation_matrix(list(inputs)), torch.tensor(NOTES_A, dtype=torch.float64)
-    return (p @ a if side == "rows" else a @ p).reshape(-1).tolist(), 0.0
-
-
-def _parity(inputs, seed, score: str, residual: str):
-    _, stats, _ = parity_samples(*inputs, seed)  # the geometry page's check, on the same seed
-    return [stats[score][residual]], 0.0
-
-
-_COMPUTE = {
-    "softmax": _softmax,
-    "exp_half_square": _exp_half_square,
-    "normal_mass": _normal_mass,
-    "score_std": _score_std,
-    "score_var": _score_var,
-    "cos_var": _cos_var,
-    "permute_rows": lambda inputs, seed: _permute(inputs, "rows"),
-    "permute_cols": lambda inputs, seed: _permute(inputs, "cols"),
-    "additive_odd": lambda inputs, seed: _parity(inputs, seed, "additive", "odd"),
-    "dot_even": lambda inputs, seed: _parity(inputs, seed, "dot product", "even"),
-}
-
-
-def tolerance(claim: Claim, stderr: float) -> float:
-    """One unit in the last printed digit (rounding or truncation both pass), plus 4 SE when measured.
-
-    The factor 1 + 1e-9 keeps a gap of exactly one unit from failing on the binary representation of 0.0001.
+    dL/dO is 1 in row `token` (1-based) and 0 elsewhere: the loss reaches every key and value through
+    row `token` of A, but only query `token`. "errors" has one row per gradient: max |by hand - autograd|.
     """
-    digits = 0.0 if claim.decimals is None else 10.0 ** (-claim.decimals) * (1 + 1e-9)
-    return digits + claim.rounding + SAMPLED_SIGMAS * stderr
-
-
-def _fmt(values: Sequence[float], decimals: int | None = None) -> str:
-    """As the notes print them (fixed decimals), or with 4 significant digits."""
-    spec = ".4g" if decimals is None else f".{decimals}f"
-    return "[" + ", ".join(f"{x:{spec}}" for x in values) + "]"
-
-
-def check_claims(seed: int) -> pd.DataFrame:
-    """One row per claim: key, claim, where, notes (printed), computed, max_abs_error, tolerance, verdict (✓/✗)."""
-    rows = []
-    for c in CLAIMS:
-        true, stderr = _COMPUTE[c.kind](c.inputs, seed)
-        error = float(np.max(np.abs(np.asarray(true) - np.asarray(c.stated))))
-        tol = tolerance(c, stderr)
-        rows.append(
-            {
-                "key": c.key,
-                "claim": c.claim,
-                "where": c.where,
-                "notes": _fmt(c.stated, c.decimals),
-                "computed": _fmt(true),
-                "max_abs_error": error,
-                "tolerance": tol,
-                "verdict": "✓" if error <= tol else "✗",
-            }
-        )
-    return pd.DataFrame(rows)
-
-
-def computed_value(claim: str, seed: int = 0) -> list[float]:
-    """The true value of the claim whose text is `claim` (for tests and captions)."""
-    c = next(c for c in CLAIMS if c.claim == claim)
-    return _COMPUTE[c.kind](c.inputs, seed)[0]
+    qt, kt, vt = (torch.tensor(m, dtype=torch.float64) for m in (q, k, v))
+    n, d_k, d_v = qt.shape[0], qt.shape[1], vt.shape[1]
+    if not 1 <= token <= n:
+        raise ValueError(f"token must be between 1 and {n}, got {token}")
+    upstream = torch.zeros(n, d_v, dtype=torch.float64)
+    upstream[token - 1] = 1.0  # (n, d_v): L = sum of z_token
+    scale = 1 / math.sqrt(d_k) if scaled else 1.0
+    hand = attention_backward(qt, kt, vt, upstream, scale=scale)
+    auto = attention_backward_autograd(qt, kt, vt, upstream, scale=scale)
+    tokens, keys = labels("q", n), labels("k", n)
+    frames = {
+        "upstream": as_frame(upstream, labels("z", n), labels("dim ", d_v)),
+        "dv": as_frame(hand.dv, labels("v", n), labels("dim ", d_v)),
+        "dweights": as_frame(hand.dweights, tokens, keys),
+        "dscores": as_frame(hand.dscores, tokens, keys),
+        "dq": as_frame(hand.dq, tokens, labels("d", d_k)),
+        "dk": as_frame(hand.dk, keys, labels("d", d_k)),
+    }
+    errors = [
+        {"gradient": name, "max_error": float((getattr(hand, name) - getattr(auto, name)).abs().max())}
+        for name in GRADIENTS
+    ]
+    return frames | {"errors": pd.DataFrame(errors), "scale": scale}

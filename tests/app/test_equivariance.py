@@ -25,7 +25,7 @@ def test_renders_at_defaults_with_formula_charts_and_a_verdict(open_page):
     at = open_page(PAGE)
     assert_clean(at)
     assert not at.warning
-    assert len(at.get("vega_lite_chart")) == 4  # the variants' bars and three heatmaps
+    assert len(at.get("vega_lite_chart")) == 6  # the variants' bars, three heatmaps, two score matrices
     assert any("P\\,\\mathrm{Attention}(X)" in latex.value for latex in at.latex)
     assert at.expander  # the predict-first answer is folded away
     assert "Equivariant up to float rounding" in verdict(at)
@@ -69,7 +69,7 @@ def test_a_malformed_typed_permutation_warns_and_the_page_keeps_working(open_pag
     assert_clean(at)
     assert len(at.warning) == 1
     assert "Expected each of 0..7 exactly once" in at.warning[0].value and "7,6,5,4,3,2,1,0" in at.warning[0].value
-    assert len(at.get("vega_lite_chart")) == 4  # the views still draw, with the identity
+    assert len(at.get("vega_lite_chart")) == 6  # the views still draw, with the identity
     assert shown_permutation(at) == tuple(range(8))
     at.text_input(key="perm_text").set_value("7,6,5,4,3,2,1,0").run()
     assert not at.warning and "Equivariant up to float rounding" in verdict(at)
@@ -113,7 +113,7 @@ def test_the_ends_of_the_ranges_render_cleanly(open_page, n, d):
     at.radio(key="precision").set_value("float32").run()
     assert_clean(at)
     assert verdict(at).startswith("**Broken**")  # even two tokens, or fp32's wide tolerance, cannot hide the positions
-    assert len(at.get("vega_lite_chart")) == 4
+    assert len(at.get("vega_lite_chart")) == 6
 
 
 def reopen(at: AppTest) -> AppTest:
@@ -152,4 +152,16 @@ def test_chinese_charts_name_the_variants_and_verdicts_in_chinese(open_page):
     assert '"等变"' in encoding["color"]["legend"]["labelExpr"]  # the legend names each verdict
     assert encoding["color"]["title"] == "结论" and bars["title"] == "各变体的误差"
     assert bars["layer"][3]["mark"]["text"] == "舍入容差"  # the tolerance rule's label follows the language too
-    assert [b.proto.label for b in at.get("download_button")].count("CSV") == 4  # every chart offers its data
+    assert [b.proto.label for b in at.get("download_button")].count("CSV") == 6  # every chart offers its data
+
+
+def test_a_shared_projection_makes_the_scores_symmetric(open_page):
+    at = open_page(PAGE)
+    assert metric(at, "max |S − Sᵀ|, one shared W") == "0"
+    assert float(metric(at, "max |S − Sᵀ|, separate W_Q, W_K")) > 0.1
+    assert float(metric(at, "max |softmax(QKᵀ) − softmax(KQᵀ)|")) > 0.01
+    text = " ".join(m.value for m in at.markdown)
+    assert "✓ right" in text and "✗ wrong" in text and "≈ inexact" in text  # symmetric; equivalent; QKᵀ ≈ KQᵀ
+    at.slider(key="n").set_value(3).run()
+    assert_clean(at)
+    assert metric(at, "max |S − Sᵀ|, one shared W") == "0"

@@ -17,7 +17,8 @@ def fills_table(at):
 def test_renders_at_defaults_with_formula_charts_and_a_fully_masked_row(open_page):
     at = open_page(PAGE)
     assert_clean(at)
-    assert len(at.get("vega_lite_chart")) == 5  # mask parts, scores, weights, fill weights, gradient
+    # mask parts, scores, weights, fill weights, gradient, padding renormalisation, the notes' masks
+    assert len(at.get("vega_lite_chart")) == 7
     assert any(r"\tilde s_{ij}" in latex.value for latex in at.latex)
     assert at.expander  # the predict-first answer is folded away
     # lengths (6, 2), window 3, sequence 1: queries 4 and 5 see only padding
@@ -221,3 +222,40 @@ def test_a_teachers_link_can_fix_the_custom_grid_without_showing_the_editor():
     assert not any(e.label.startswith("Custom grid") for e in at.main.expander)  # no editor to untick
     assert metric(at, "fully masked rows") == "5"
     assert at.query_params["mask_grid"] == EDITED
+
+
+def test_padding_renormalisation_section_shows_old_over_sum(open_page):
+    at = open_page(PAGE)
+    table = next(df.value for df in at.dataframe if "rescaled" in df.value.columns)
+    real = table[table.real == "real"]
+    assert list(real.after.round(3)) == [0.332, 0.301, 0.367]  # not the notes' [0.33, 0.22, 0.44]
+    assert (real.after - real.rescaled).abs().max() < 1e-15
+    assert metric(at, "every kept weight multiplied by") == "× 1.5181"
+    text = " ".join(m.value for m in at.markdown)
+    assert "✗ wrong" in text and "changes the distribution among the real tokens" in text
+    at.slider(key="mask_real").set_value(5).run()  # no padding: nothing changes
+    assert_clean(at)
+    assert metric(at, "every kept weight multiplied by") == "× 1.0000"
+
+
+def test_the_notes_hierarchical_mask_is_not_causal_and_ours_is(open_page):
+    at = open_page(PAGE)
+    counts = next(df.value for df in at.dataframe if "future" in df.value.columns).set_index("part")
+    notes = counts.loc["notes: hierarchical_causal_mask"]
+    assert notes.future == 120 and notes.causal == "no"  # n = 16: every key visible
+    assert counts.loc["attn_core: hierarchical_causal_mask", "future"] == 0
+    assert counts.loc["notes: sliding_window_causal_mask", "widest"] == 4  # window_size 3 keeps 4 keys
+    assert counts.loc["attn_core: sliding_window_mask", "widest"] == 3
+    at.slider(key="mask_notes_n").set_value(24).run()
+    assert_clean(at)
+    counts = next(df.value for df in at.dataframe if "future" in df.value.columns).set_index("part")
+    assert counts.loc["notes: hierarchical_causal_mask", "future"] == 120 + 28  # a 16-block and an 8-block
+    assert "mask_notes_n=24" in "&".join(f"{k}={v}" for k, v in at.query_params.items())
+
+
+def test_the_new_sections_in_chinese():
+    at = open_link(PAGE, {"lang": "zh"})
+    assert_clean(at)
+    text = " ".join(m.value for m in at.markdown)
+    assert "✗ 错误" in text and "讲义" in text
+    assert any("讲义：hierarchical_causal_mask" in " ".join(map(str, df.value.iloc[:, 0])) for df in at.dataframe)

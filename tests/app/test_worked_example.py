@@ -4,7 +4,7 @@ import numpy as np
 from app_helpers import assert_clean, metric, open_link
 from streamlit.testing.v1 import AppTest
 
-from explorer.tables import worked_example as tables
+from explorer.tables import notes
 from explorer.ui.i18n import catalog
 
 PAGE = "views/worked_example.py"
@@ -15,8 +15,12 @@ def _claims(at):
 
 
 def td_en(table: str) -> dict[str, str]:
-    start = f"worked_example.{table}."
+    start = f"notes.{table}."
     return {k[len(start) :]: v for k, v in catalog("en").items() if k.startswith(start)}
+
+
+CLAIM_8_2_1 = td_en("claims")["softmax_8_2_1"]
+CLAIM_VAR = td_en("claims")["score_var_64"]
 
 
 def _latex(at) -> str:
@@ -37,11 +41,52 @@ def test_renders_at_defaults_with_every_step(open_page):
 
 def test_the_8_2_1_claim_is_marked_wrong_with_its_true_value(open_page):
     at = open_page(PAGE)
-    row = _claims(at).loc["softmax([8, 2, 1])"]
-    assert row.verdict == "✗" and row.notes == "[0.87, 0.09, 0.04]"
+    row = _claims(at).loc[CLAIM_8_2_1]
+    assert row.verdict == "✗ wrong" and row.notes == "[0.87, 0.09, 0.04]"
     true = [float(x) for x in re.findall(r"[-\d.e]+", row.computed)]
     np.testing.assert_allclose(true, [0.997, 0.002, 0.001], atol=5e-4)  # as rounded to 3 decimals
-    assert metric(at, "claims that hold") == f"{len(_claims(at)) - 2} of {len(_claims(at))}"
+    assert "one-hot" in row.why
+    table = notes.check_claims(0)
+    assert len(_claims(at)) == len(table) == len(notes.CLAIMS)
+    for verdict, label in (("right", "✓ right"), ("inexact", "≈ inexact"), ("wrong", "✗ wrong")):
+        assert metric(at, label) == str((table.verdict == verdict).sum())
+
+
+def test_every_row_has_a_place_a_true_value_and_a_why(open_page):
+    at = open_page(PAGE)
+    rows = _claims(at)
+    assert rows["where"].str.match(r"00[0-4]").all() and (rows.computed.str.len() > 0).all()
+    assert (rows.why.str.len() > 10).all() and not rows.why.str.contains("{", regex=False).any()
+    padding = rows.loc[td_en("claims")["softmax_padding"]]
+    assert padding.verdict == "✗ wrong" and padding.computed == "[0.332, 0.301, 0.367]"
+    within = rows.loc[td_en("claims")["within_24"]]
+    assert within.verdict == "✓ right" and "99.67%" in within.computed and "99.73%" in within.computed
+
+
+def test_the_filters_show_only_the_chosen_verdicts_and_notes(open_page):
+    at = open_page(PAGE)
+    at.pills(key="we_verdicts").set_value(["wrong"]).run()
+    assert_clean(at)
+    rows = _claims(at)
+    assert set(rows.verdict) == {"✗ wrong"} and len(rows) == (notes.check_claims(0).verdict == "wrong").sum()
+    at.pills(key="we_files").set_value(["004"]).run()
+    rows = _claims(at)
+    assert list(rows.index) == [td_en("claims")["mha_mask"]]  # the one wrong claim of note 004
+    assert at.query_params["we_verdicts"] == "wrong" and at.query_params["we_files"] == "004"
+
+
+def test_the_backward_pass_matches_autograd_and_follows_the_token(open_page):
+    at = open_page(PAGE)
+    errors = next(df.value for df in at.dataframe if "max_error" in df.value.columns)
+    assert len(errors) == 5 and (errors.max_error < 1e-14).all()
+    text = _latex(at)
+    assert r"\frac{\partial L}{\partial V} = A^\top" in text and r"\tfrac{1}{\sqrt{3}}" in text
+    # L = sum of z_1: dL/dA row 1 holds the sums of v_1 = (1, 2, 3) and v_2 = (4, 5, 6)
+    d_a = r"\frac{\partial L}{\partial A} = \frac{\partial L}{\partial Z}V^\top = "
+    assert d_a + r"\begin{bmatrix}6 & 15\\0 & 0\end{bmatrix}" in text
+    at.selectbox(key="we_token_two_tokens").set_value(2).run()
+    assert_clean(at)
+    assert r"\begin{bmatrix}0 & 0\\6 & 15\end{bmatrix}" in _latex(at)
 
 
 def test_every_control_changes_the_steps(open_page):
@@ -59,12 +104,12 @@ def test_every_control_changes_the_steps(open_page):
     assert r"\frac{S}{1}" in text and "0.4022" not in text  # unscaled scores give sharper rows
     at.button(key="we_reset").click().run()
     assert_clean(at)
-    before = _claims(at).loc["Var(q·k) = d_k at d_k = 64, measured"].computed
+    before = _claims(at).loc[CLAIM_VAR].computed
     at.session_state["seed"] = 7  # the sidebar's seed (AppTest drops sidebar nodes after switch_page)
     at.run()
     assert_clean(at)
-    after = _claims(at).loc["Var(q·k) = d_k at d_k = 64, measured"]
-    assert after.computed != before and after.verdict == "✓"
+    after = _claims(at).loc[CLAIM_VAR]
+    assert after.computed != before and after.verdict == "✓ right"
 
 
 def edit(at: AppTest, editor: str, cells: dict) -> AppTest:
@@ -144,15 +189,15 @@ def test_an_emptied_cell_warns_and_the_link_keeps_the_last_valid_matrix():
 
 
 def test_the_claims_are_described_in_the_viewers_language():
-    by_key = {c.key: c for c in tables.CLAIMS}
-    assert {key: by_key[key].claim for key in by_key} == td_en("claims")  # English as the library states them
+    assert set(td_en("claims")) == {c.key for c in notes.CLAIMS}
     at = open_link(PAGE, {"lang": "zh"})
     assert_clean(at)
     table = next(df.value for df in at.dataframe if "verdict" in df.value.columns)
-    assert "d_k = 64 时实测" in " ".join(table.claim)
-    assert set(table.verdict) == {"✓ 成立", "✗ 不成立"}
-    assert table.verdict.value_counts()["✗ 不成立"] == 2
-    assert metric(at, "成立的说法") == f"{len(table) - 2} / {len(table)}"
+    assert "在 d_k = 64 实测" in " ".join(table.claim)
+    assert set(table.verdict) == {"✓ 正确", "≈ 不精确", "✗ 错误"}
+    wrong = (notes.check_claims(0).verdict == "wrong").sum()
+    assert table.verdict.value_counts()["✗ 错误"] == wrong and metric(at, "✗ 错误") == str(wrong)
+    assert "每一行和为 0" in " ".join(table.why)
 
 
 def test_a_teacher_can_fix_a_matrix_the_class_cannot_edit():

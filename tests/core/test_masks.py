@@ -1,7 +1,14 @@
 import pytest
 import torch
 
-from attn_core import block_causal_mask, causal_mask, padding_mask, sliding_window_mask
+from attn_core import (
+    block_causal_mask,
+    causal_mask,
+    future_keys,
+    hierarchical_causal_mask,
+    padding_mask,
+    sliding_window_mask,
+)
 
 
 def test_causal_mask_is_lower_triangular_and_matches_sdpa_convention():
@@ -51,3 +58,29 @@ def test_block_causal_sees_its_own_and_earlier_blocks():
 def test_bad_arguments(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def test_hierarchical_causal_mask_is_causal_and_multi_scale():
+    m = hierarchical_causal_mask(40)
+    assert future_keys(m).sum() == 0 and m.diagonal().all()
+    seen = sorted(39 - j for j in range(40) if m[39, j])  # distances back from the last query
+    assert seen == [0, 1, 2, 3, 4, 8, 12, 16, 32]
+    assert torch.equal(hierarchical_causal_mask(9, (1,)), causal_mask(9))  # one level of step 1: plain causal
+    union = sliding_window_mask(9, 3) | hierarchical_causal_mask(9, (3,))  # steps of 1 below 3, then of 3
+    assert torch.equal(hierarchical_causal_mask(9, (1, 3)), union)
+
+
+@pytest.mark.parametrize("levels", [(), (4, 4), (4, 1), (0, 2), "14", (1.5, 4)])
+def test_hierarchical_causal_mask_refuses_bad_levels(levels):
+    from attn_core import hierarchical_causal_mask
+
+    with pytest.raises(ValueError, match="levels"):
+        hierarchical_causal_mask(8, levels)
+
+
+def test_future_keys_counts_the_keys_after_each_query():
+    assert future_keys(causal_mask(4)).tolist() == [0, 0, 0, 0]
+    assert future_keys(torch.ones(4, 4, dtype=torch.bool)).tolist() == [3, 2, 1, 0]
+    assert future_keys(torch.ones(2, 3, 5, dtype=torch.bool)).shape == (2, 3)
+    with pytest.raises(ValueError, match="bool"):
+        future_keys(torch.ones(4, 4))

@@ -134,3 +134,22 @@ def test_bad_input_names_the_argument(kwargs, match):
     q, k, v = args.pop("q"), args.pop("k"), args.pop("v")
     with pytest.raises(ValueError, match=match):
         naive_attention(q, k, v, **args)
+
+
+def test_masking_renormalises_the_unmasked_weights():
+    """softmax with padding hidden = the old weights of the real keys divided by their sum."""
+    from attn_core import renormalise
+
+    logits = torch.tensor([[0.3, 0.2, 0.4, 0.1, 0.0]], dtype=torch.float64)
+    keep = torch.tensor([True, True, True, False, False])
+    masked = masked_softmax(logits, keep)
+    old = masked_softmax(logits)
+    torch.testing.assert_close(masked, renormalise(old, keep), rtol=1e-15, atol=1e-16)
+    torch.testing.assert_close(masked[0, :3], old[0, :3] / old[0, :3].sum())
+    true = torch.tensor([0.3322, 0.3006, 0.3672], dtype=torch.float64)  # not the notes' [0.33, 0.22, 0.44]
+    torch.testing.assert_close(masked[0, :3], true, atol=1e-4, rtol=0)
+    assert (renormalise(old, torch.zeros(5, dtype=torch.bool)) == 0).all()  # nothing kept: zeros, no NaN
+    with pytest.raises(ValueError, match=">= 0"):
+        renormalise(-old, keep)
+    with pytest.raises(ValueError, match="bool"):
+        renormalise(old, keep.float())

@@ -126,3 +126,45 @@ def test_cosine_variance_is_one_over_d():
 def test_bad_arguments(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def test_normal_mass_is_the_3_sigma_rule():
+    from attn_core import normal_mass
+
+    assert [round(normal_mass(k), 4) for k in (1, 2, 3)] == [0.6827, 0.9545, 0.9973]
+    with pytest.raises(ValueError, match="k"):
+        normal_mass(-1)
+
+
+def test_score_mass_is_exact_for_d_k_2_and_matches_sampling_at_64():
+    from attn_core import normal_mass, score_mass, share_within
+
+    # two products: q.k is Laplace(0, 1), so P(|q.k| <= b) = 1 - e^(-b)
+    for b in (0.5, 1.0, 3.0):
+        assert score_mass(2, b) == pytest.approx(1 - math.exp(-b), abs=1e-7)
+    exact = score_mass(64, 24.0)
+    p, se = share_within(sample_scores(64, 200_000, seed=3), 24.0)
+    assert abs(p - exact) < 4 * se
+    # the normal formula overstates the mass inside 3 sigma: q.k at d_k = 64 has heavier tails
+    assert exact == pytest.approx(0.99670, abs=1e-5) and normal_mass(3) - exact > 5e-4
+    assert score_mass(100_000, 3 * 100_000**0.5) == pytest.approx(normal_mass(3), abs=1e-5)  # Gaussian in the limit
+
+
+def test_kurtosis_of_the_dot_product_is_3_plus_6_over_d_k():
+    from attn_core import theoretical_score_kurtosis
+
+    assert theoretical_score_kurtosis(1) == 9 and theoretical_score_kurtosis(64) == pytest.approx(3.09375)
+    for d_k, tol in ((1, 1.5), (4, 0.25), (64, 0.1)):
+        measured = score_statistics(sample_scores(d_k, 100_000, seed=d_k))["kurtosis"]
+        assert abs(measured - theoretical_score_kurtosis(d_k)) < tol, d_k
+    with pytest.raises(ValueError, match="d_k"):
+        theoretical_score_kurtosis(0)
+
+
+def test_share_within_counts_and_refuses_bad_input():
+    from attn_core import share_within
+
+    p, se = share_within(torch.tensor([-3.0, -1.0, 0.5, 2.0]), 1.0)
+    assert p == 0.5 and se == pytest.approx(0.25)
+    with pytest.raises(ValueError, match="bound"):
+        share_within(torch.tensor([1.0, 2.0]), 0.0)

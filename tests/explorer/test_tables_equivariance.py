@@ -1,5 +1,6 @@
 import math
 
+import numpy as np
 import pandas as pd
 import pytest
 import torch
@@ -181,3 +182,14 @@ def test_the_charts_validate_and_show_the_pages_names():
     heat = charts.weights_heatmap(df, "A′", TEXT, 1.0).to_dict()
     assert heat["title"] == "T" and heat["encoding"]["x"]["title"] == "X axis"
     assert [t["title"] for t in heat["encoding"]["tooltip"]] == ["Y axis", "X axis", "QT", "KT", "W"]
+
+
+@pytest.mark.parametrize(("n", "d", "seed"), [(8, 16, 0), (5, 2, 3), (32, 64, 1)])
+def test_a_shared_projection_makes_the_scores_symmetric_not_the_weights(n, d, seed):
+    cells, stats = tables.shared_projection(n, d, seed)
+    assert stats["shared"]["scores"] == 0.0 and stats["separate"]["scores"] > 0.01
+    assert stats["separate"]["weights"] > 0.001 and stats["shared"]["weights"] > 0.001  # rows normalise apart
+    assert stats["kq_gap"] > 0.001  # softmax(QK^T) is not softmax(KQ^T)
+    shared = cells[cells.matrix == "shared"].pivot(index="query", columns="key", values="score").to_numpy()
+    np.testing.assert_array_equal(shared, shared.T)
+    assert len(cells) == 2 * n * n

@@ -187,3 +187,43 @@ def test_bad_arguments_are_refused():
         T.scores_and_weights(6, (), (6, 2), 3, 2, None, 2, 0)
     with pytest.raises(ValueError, match="fill must be one of"):
         T.fill_value("-1e4", torch.float32)
+
+
+@pytest.mark.parametrize("real", [1, 2, 3, 4, 5])
+def test_hiding_padding_divides_the_kept_weights_by_their_old_sum(real):
+    rows, stats = T.padding_renormalisation(real)
+    kept = rows[rows.real]
+    np.testing.assert_allclose(kept.after, kept.before / kept.before.sum(), rtol=1e-14)
+    np.testing.assert_allclose(rows.after, rows.rescaled, atol=1e-16)
+    assert (rows[~rows.real].after == 0).all() and stats["gap"] < 1e-15
+    assert stats["factor"] == pytest.approx(1 / stats["kept"])
+    ratios = kept.after / kept.before  # one common factor: every ratio between real tokens is kept
+    assert ratios.max() - ratios.min() < 1e-14
+
+
+def test_the_notes_padding_example_prints_logit_over_sum():
+    rows, _ = T.padding_renormalisation(3)
+    np.testing.assert_allclose(rows.after[:3], [0.3322, 0.3006, 0.3672], atol=5e-5)
+    np.testing.assert_allclose(rows.by_sum[:3].round(2), T.NOTES_PRINTED)  # [0.33, 0.22, 0.44]
+    with pytest.raises(ValueError, match="real"):
+        T.padding_renormalisation(0)
+
+
+@pytest.mark.parametrize("n", [2, 8, 16])
+def test_the_notes_hierarchical_mask_sees_every_key_up_to_16(n):
+    cells, stats = T.notes_masks(n, 1)
+    notes_cells = cells[cells.part == "notes hierarchical"]
+    assert notes_cells.allowed.all()
+    by_part = stats.set_index("part")
+    assert by_part.loc["notes hierarchical", "future"] == n * (n - 1) // 2
+    assert by_part.loc["hierarchical", "causal"] and not by_part.loc["notes hierarchical", "causal"]
+
+
+def test_the_notes_sliding_window_is_one_key_wider():
+    _, stats = T.notes_masks(20, 4)
+    by_part = stats.set_index("part")
+    assert by_part.loc["notes sliding window", "widest"] == 5 and by_part.loc["sliding window", "widest"] == 4
+    assert by_part.loc["notes hierarchical", "future"] == 120 + 6  # one full 16-block, one of 4
+    for bad in ((1, 1), (33, 2), (8, 9)):
+        with pytest.raises(ValueError):
+            T.notes_masks(*bad)

@@ -267,3 +267,13 @@ def test_a_one_hot_row_has_entropy_plus_zero():
     _, now = tables.temperature_row(1024, 64, 0.01, 0)  # the unscaled row is exactly one-hot here
     unscaled = now.set_index("series").loc["unscaled"]
     assert unscaled.max_weight == 1.0 and math.copysign(1.0, unscaled.entropy) == 1.0
+
+
+def test_the_saturation_page_and_the_claims_table_judge_the_notes_rows_alike():
+    """One source of truth: the verdict the saturation page prints is the claims table's, row for row."""
+    from explorer.tables import notes
+
+    df = tables.notes_check().set_index("key")
+    claims = notes.check_claims(0, keys=list(df.index)).set_index("key")
+    assert df.verdict.to_dict() == claims.verdict.to_dict()
+    assert df.verdict.to_dict() == {"softmax_20_0": "inexact", "softmax_2_5": "right", "softmax_3": "wrong"}
