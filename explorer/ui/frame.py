@@ -128,22 +128,40 @@ def _json_data(spec: dict) -> dict:
     return {**spec, "datasets": rows} if datasets else spec
 
 
-@st.cache_data(max_entries=256, show_spinner=False)
-def _built_spec(builder: str, args: tuple, kwargs: dict, properties: dict) -> dict:
+def _build(builder: str, args: tuple, kwargs: dict, properties: dict) -> dict:
     module, _, name = builder.rpartition(".")
     figure = getattr(importlib.import_module(module), name)(*args, **kwargs)
     return wire(figure.properties(**properties) if properties else figure)
 
 
-def spec_of(builder, *args, properties: dict | None = None, **kwargs) -> dict:
+@st.cache_data(max_entries=256, show_spinner=False)
+def _built_spec(builder: str, args: tuple, kwargs: dict, properties: dict) -> dict:
+    return _build(builder, args, kwargs, properties)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def _built_from_key(builder: str, data_key: tuple, plain: tuple, kwargs: dict, properties: dict, _frames: tuple):
+    return _build(
+        builder, tuple(p if f is None else f for f, p in zip(_frames, plain, strict=True)), kwargs, properties
+    )
+
+
+def spec_of(builder, *args, properties: dict | None = None, data_key: tuple | None = None, **kwargs) -> dict:
     """builder(*args, **kwargs) as a Vega-Lite dict, built once per distinct arguments for the whole server.
 
     Building an Altair chart and turning it into a dict costs tens of milliseconds, more than most tables behind
     it; a class on one link asks for the same charts. `builder` is a function of an explorer.charts module; its
     arguments are plain values, DataFrames and text dicts (Streamlit hashes them). `properties` are set on the
-    chart before it is turned into a dict (a height, say).
+    chart before it is turned into a dict (a height, say). Hashing a DataFrame of tens of thousands of rows costs
+    more than the lookup saves: `data_key`, the plain parameters the frames were computed from, then stands in
+    for the DataFrame arguments (the caller promises that equal keys mean equal frames).
     """
-    return _built_spec(f"{builder.__module__}.{builder.__name__}", args, kwargs, properties or {})
+    name, properties = f"{builder.__module__}.{builder.__name__}", properties or {}
+    if data_key is None:
+        return _built_spec(name, args, kwargs, properties)
+    frames = tuple(a if isinstance(a, pd.DataFrame) else None for a in args)
+    plain = tuple(None if isinstance(a, pd.DataFrame) else a for a in args)
+    return _built_from_key(name, data_key, plain, kwargs, properties, frames)
 
 
 def chart(figure, data: pd.DataFrame | None, name: str, *, where=None, width="stretch") -> None:
