@@ -1,0 +1,97 @@
+"""Heavy work shared fairly: at most a few long computations at once across the whole server, the rest in line.
+
+One student starting the largest benchmark (or, later, a training run) must not freeze the other 29 nor push a
+1 GB server over its memory: every computation that can take more than about half a second runs inside
+`heavy_slot()`, which admits `SLOTS` at a time (ATTN_HEAVY_SLOTS, default 1) in first-come order. Each runs under
+attn_core's memory budget, so SLOTS x that budget bounds what heavy work can add to the server's memory.
+
+While waiting, `on_wait(ahead)` is called about twice a second with the number of computations ahead; it may draw
+a status (and a Streamlit call is where a click on "cancel", or any other control, stops this run: the exception
+it raises leaves the line at once, and a computation stopped that way frees its slot).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from collections.abc import Callable, Iterator
+
+import streamlit as st
+
+POLL_S = 0.5  # how often a waiting run wakes to report its place (and to notice it was stopped)
+
+
+class Full(RuntimeError):
+    """The line is as long as it may get: the viewer is told to try again later."""
+
+
+class Line:
+    """A first-come, first-served line in front of `slots` places."""
+
+    def __init__(self, slots: int, max_waiting: int):
+        if slots < 1 or max_waiting < 0:
+            raise ValueError(f"slots must be >= 1 and max_waiting >= 0, got {slots} and {max_waiting}")
+        self.slots, self.max_waiting = slots, max_waiting
+        self._cond = threading.Condition()
+        self._running = 0
+        self._waiting: list[object] = []
+
+    def state(self) -> tuple[int, int]:
+        """(running, waiting) now."""
+        with self._cond:
+            return self._running, len(self._waiting)
+
+    @contextlib.contextmanager
+    def place(self, on_wait: Callable[[int], None] | None = None) -> Iterator[None]:
+        ticket = object()
+        with self._cond:
+            if len(self._waiting) >= self.max_waiting and self._running >= self.slots:
+                raise Full(f"{len(self._waiting)} computations are already waiting")
+            self._waiting.append(ticket)
+        try:
+            while True:
+                with self._cond:
+                    ahead = self._waiting.index(ticket)
+                    if ahead == 0 and self._running < self.slots:
+                        self._waiting.pop(0)
+                        self._running += 1
+                        break
+                if on_wait is not None:
+                    on_wait(ahead + self._running_ahead())
+                with self._cond:
+                    self._cond.wait(POLL_S)
+        except BaseException:
+            with self._cond:
+                if ticket in self._waiting:
+                    self._waiting.remove(ticket)
+                self._cond.notify_all()
+            raise
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._running -= 1
+                self._cond.notify_all()
+
+    def _running_ahead(self) -> int:
+        with self._cond:
+            return self._running
+
+
+def _slots() -> int:
+    raw = os.environ.get("ATTN_HEAVY_SLOTS", "1")
+    if not raw.isdigit() or int(raw) < 1:
+        raise ValueError(f"ATTN_HEAVY_SLOTS must be a whole number >= 1, got {raw!r}")
+    return int(raw)
+
+
+@st.cache_resource
+def server_line() -> Line:
+    """The one line of the whole server (shared by every session: st.cache_resource)."""
+    return Line(_slots(), max_waiting=30)
+
+
+def heavy_slot(on_wait: Callable[[int], None] | None = None):
+    """`with heavy_slot(show_place): run()` - wait for a place in the server's line, then hold it while running."""
+    return server_line().place(on_wait)

@@ -1,0 +1,80 @@
+"""The server's line for heavy work: a fixed number at a time, first come first served, leaving cleanly."""
+
+import threading
+import time
+
+import pytest
+
+from explorer.ui.heavy import Full, Line
+
+
+def test_one_at_a_time_in_arrival_order_with_places_reported():
+    line = Line(slots=1, max_waiting=5)
+    order, places, running = [], {}, []
+    release = threading.Event()
+    first_in = threading.Event()
+
+    def job(name, arrived):
+        def on_wait(ahead):
+            places.setdefault(name, ahead)
+
+        with line.place(on_wait):
+            running.append(name)
+            order.append(name)
+            assert len(running) == 1, running  # never two at once
+            if name == "a":
+                first_in.set()
+                release.wait(10)
+            running.remove(name)
+        arrived.set()
+
+    done = {n: threading.Event() for n in "abc"}
+    threads = [threading.Thread(target=job, args=("a", done["a"]))]
+    threads[0].start()
+    assert first_in.wait(10)
+    for name in "bc":  # b arrives before c
+        threads.append(threading.Thread(target=job, args=(name, done[name])))
+        threads[-1].start()
+        while line.state()[1] < "abc".index(name):  # wait until it stands in the line
+            time.sleep(0.01)
+    release.set()
+    for thread in threads:
+        thread.join(10)
+    assert order == ["a", "b", "c"]
+    assert places == {"b": 1, "c": 2}  # b had a running before it; c had a running and b waiting
+    assert line.state() == (0, 0)
+
+
+def test_a_stopped_wait_leaves_the_line_and_a_failed_run_frees_its_place():
+    line = Line(slots=1, max_waiting=5)
+
+    class Stopped(Exception):
+        pass
+
+    def stop(ahead):
+        raise Stopped  # what a Streamlit call does when the viewer clicks something while waiting
+
+    with line.place():
+        with pytest.raises(Stopped):
+            with line.place(stop):
+                pass
+        assert line.state() == (1, 0)
+    with pytest.raises(RuntimeError, match="failed"):
+        with line.place():
+            raise RuntimeError("the computation failed")
+    assert line.state() == (0, 0)
+
+
+def test_a_full_line_refuses_more():
+    line = Line(slots=1, max_waiting=0)
+    with line.place():
+        with pytest.raises(Full):
+            with line.place():
+                pass
+    with line.place():  # free again
+        pass
+
+
+def test_bad_sizes_are_refused_by_name():
+    with pytest.raises(ValueError, match="slots"):
+        Line(0, 1)
