@@ -8,11 +8,28 @@ from explorer.tables import notes
 from explorer.tables import worked_example as tables
 from explorer.ui import state as controls
 from explorer.ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed, spec_of
-from explorer.ui.i18n import t, td, tl
+from explorer.ui.i18n import fill, t, td, tl
 
 steps_of = st.cache_data(max_entries=64)(tables.attention_steps)
 backward_of = st.cache_data(max_entries=64)(tables.backward_steps)
 claims = st.cache_data(max_entries=16)(notes.check_claims)
+
+
+@st.cache_data(max_entries=64)
+def claims_shown(seed_value: int, verdicts: tuple, files: tuple, text: dict) -> pd.DataFrame:
+    """The claims table as the viewer reads it (their language; the numbers as computed), for the chosen filters."""
+    table = claims(seed_value)
+    rows = table[table.verdict.isin(verdicts) & table.files.map(lambda f: any(x in f for x in files))]
+    return pd.DataFrame(
+        {
+            "claim": rows.key.map(text["claims"]),
+            "where": rows.key.map(text["where"]),
+            "notes": rows.notes,
+            "computed": rows.computed,
+            "verdict": rows.verdict.map(text["verdicts"]),
+            "why": [fill(text["why"][key], facts) for key, facts in zip(rows.key, rows.facts, strict=True)],
+        }
+    )
 LIMIT = int(tables.MAX_ABS_ENTRY)
 
 
@@ -201,25 +218,11 @@ with friendly_errors(t("worked_example.sections.claims")):
         where=f2,
         help=t("worked_example.controls.files_help"),
     )
-    shown_rows = table[table.verdict.isin(chosen or []) & table.files.map(lambda f: any(x in f for x in files or []))]
-    why = {key: t(f"notes.why.{key}", **facts) for key, facts in zip(shown_rows.key, shown_rows.facts, strict=True)}
-    shown_table = pd.DataFrame(  # what the viewer reads, in their language; the numbers stay as computed
-        {
-            "claim": shown_rows.key.map(td("notes.claims")),
-            "where": shown_rows.key.map(td("notes.where")),
-            "notes": shown_rows.notes,
-            "computed": shown_rows.computed,
-            "verdict": shown_rows.verdict.map(verdict_names),
-            "why": shown_rows.key.map(why),
-        }
-    )
-    colours = {"wrong": "#fde2e1", "inexact": "#fff3cd", "right": ""}
-    row_colour = dict(zip(shown_table.index, shown_rows.verdict.map(colours), strict=True))
+    text = {part: td(f"notes.{part}") for part in ("claims", "where", "why", "verdicts")}
+    shown_table = claims_shown(seed(), tuple(chosen or ()), tuple(files or ()), text)
     headers = td("notes.columns")
-    st.dataframe(
-        shown_table.style.apply(
-            lambda row: [f"background-color: {row_colour[row.name]}" if row_colour[row.name] else ""] * len(row), axis=1
-        ),
+    st.dataframe(  # the verdict column's marks (✗ ≈ ✓) say it: no per-row tint, which Streamlit restyles every run
+        shown_table,
         hide_index=True,
         width="stretch",
         height=min(35 * (len(shown_table) + 1) + 3, 900),
