@@ -74,16 +74,9 @@ def flash_available(device) -> tuple[bool, str]:
     return False, f"the Triton kernel does not run on {device.type} tensors; {_FALLBACK}"
 
 
-_RUNNABLE: set[tuple] = set()  # (device, mode) pairs that passed flash_available
-
-
 def _require_runnable(device: torch.device) -> None:
-    key = (device, _mode()) if triton is not None else None
-    if key in _RUNNABLE:
-        return
     ok, reason = flash_available(device)
     if ok:
-        _RUNNABLE.add(key)
         return
     if triton is None:
         raise ImportError(f"flash_attention needs the 'triton' package: {reason}")
@@ -118,23 +111,29 @@ def _check_inputs(q, k, v, causal) -> int:
 
 # --- launch settings ------------------------------------------------------------------------------
 # Candidates per (head dim, dtype), best guess first (what runs when tuning is off). Forward:
-# (BLOCK_M, BLOCK_N, warps, stages). A 128 x d_pad fp32 accumulator needs 8 warps at d = 128 to stay
-# in registers. Backward: (BLOCK_M1, BLOCK_N1, BLOCK_M2, BLOCK_N2, warps, stages): 128-key blocks for
-# dK, dV streamed in 32-query steps, 128-query blocks for dQ in 32-key steps (BLOCK_N1 = BLOCK_M2
-# keeps the causal pairing balanced); dK, dV are two BLOCK_N1 x d_pad fp32 accumulators, so d = 128
-# takes 8 warps. fp32 tiles are twice the bytes and take the slower exact ("ieee") dot: smaller.
+# (BLOCK_M, BLOCK_N, warps, stages). Backward: (BLOCK_M1, BLOCK_N1, BLOCK_M2, BLOCK_N2, warps,
+# stages): 128-key blocks for dK, dV streamed in 32-query steps, 128-query blocks for dQ in 32-key
+# steps (BLOCK_N1 = BLOCK_M2 keeps the causal pairing balanced). fp32 tiles are twice the bytes and
+# take the exact ("ieee") dot, which runs on CUDA cores and needs far more registers: smaller tiles.
+# Checked by compiling for sm_90 without a GPU (python -m tools.flash_compile --arch 90 80
+# --all-candidates): every 16-bit first candidate spills no register, the others at most 64 bytes
+# a thread; settings that spilled hundreds of bytes were dropped.
 _FWD_16BIT = {
-    64: ((128, 64, 4, 3), (128, 128, 8, 3), (128, 64, 4, 4), (64, 64, 4, 4), (128, 32, 4, 4), (64, 32, 4, 3)),
-    128: ((128, 64, 8, 3), (128, 128, 8, 2), (128, 64, 4, 3), (128, 32, 4, 3), (64, 64, 4, 3), (64, 32, 4, 2)),
+    64: ((128, 64, 4, 3), (128, 64, 4, 4), (128, 128, 8, 3), (64, 64, 4, 4), (128, 32, 4, 4)),
+    128: ((128, 64, 8, 3), (128, 128, 8, 2), (128, 32, 4, 3), (64, 64, 4, 3), (64, 32, 4, 2)),
 }
 _BWD_16BIT = {
-    64: ((32, 128, 128, 32, 4, 3), (32, 128, 128, 32, 8, 3), (64, 128, 128, 64, 8, 2), (32, 64, 64, 32, 4, 3),
-         (16, 64, 64, 16, 4, 4)),
-    128: ((32, 128, 128, 32, 8, 2), (64, 128, 128, 64, 8, 2), (32, 64, 64, 32, 4, 2), (16, 64, 64, 16, 4, 3),
-          (32, 128, 128, 32, 4, 2)),
-}  # fmt: skip
-_FWD_FP32 = ((64, 32, 4, 2), (32, 32, 4, 2), (64, 64, 4, 2))
-_BWD_FP32 = ((16, 32, 32, 16, 4, 2), (32, 64, 64, 32, 4, 2), (16, 64, 64, 16, 4, 2))
+    64: ((32, 128, 128, 32, 8, 3), (32, 128, 128, 32, 4, 3), (64, 128, 128, 64, 8, 2), (32, 64, 64, 32, 4, 3)),
+    128: ((32, 128, 128, 32, 8, 2), (64, 128, 128, 64, 8, 2), (32, 64, 64, 32, 4, 2), (16, 64, 64, 16, 4, 3)),
+}
+_FWD_FP32 = {
+    64: ((32, 32, 4, 2), (64, 32, 8, 2), (32, 64, 4, 2)),
+    128: ((32, 32, 8, 2), (16, 32, 4, 2), (32, 16, 4, 2)),
+}
+_BWD_FP32 = {
+    64: ((16, 32, 32, 16, 4, 2), (16, 64, 64, 16, 4, 2), (16, 64, 64, 16, 8, 2)),
+    128: ((16, 32, 32, 16, 4, 2), (16, 32, 32, 16, 8, 2), (16, 64, 64, 16, 8, 2)),
+}
 # The interpreter runs one program at a time in NumPy: one fixed, small, asymmetric setting.
 _FWD_INTERPRETED = ((32, 16, 1, 1),)
 _BWD_INTERPRETED = ((16, 32, 32, 16, 1, 1),)
@@ -148,10 +147,9 @@ def _candidates(d_pad: int, dtype: torch.dtype, interpreting: bool) -> tuple[tup
     """(forward, backward) candidate settings as kernel keyword arguments, best guess first."""
     if interpreting:
         fwd, bwd = _FWD_INTERPRETED, _BWD_INTERPRETED
-    elif dtype == torch.float32:
-        fwd, bwd = _FWD_FP32, _BWD_FP32
     else:
-        fwd, bwd = _FWD_16BIT[max(64, d_pad)], _BWD_16BIT[max(64, d_pad)]
+        fwd, bwd = (_FWD_FP32, _BWD_FP32) if dtype == torch.float32 else (_FWD_16BIT, _BWD_16BIT)
+        fwd, bwd = fwd[max(64, d_pad)], bwd[max(64, d_pad)]
     return tuple(dict(zip(_FWD_KEYS, c, strict=True)) for c in fwd), tuple(
         dict(zip(_BWD_KEYS, c, strict=True)) for c in bwd
     )
@@ -169,15 +167,14 @@ def _shape_class(n: int) -> int:
     return 1 << max(4, (n - 1).bit_length())
 
 
-def _even_fwd(args: dict) -> dict:
-    return {"EVEN_M": args["N_Q"] % args["BLOCK_M"] == 0, "EVEN_N": args["N_K"] % args["BLOCK_N"] == 0}
+def _even_fwd(n_q: int, n_k: int, s: dict) -> tuple[bool, bool]:
+    """(EVEN_M, EVEN_N): n_q, n_k multiples of the forward's query and key tiles."""
+    return n_q % s["BLOCK_M"] == 0, n_k % s["BLOCK_N"] == 0
 
 
-def _even_bwd(args: dict) -> dict:
-    return {
-        "EVEN_M": args["N_Q"] % max(args["BLOCK_M1"], args["BLOCK_M2"]) == 0,
-        "EVEN_N": args["N_K"] % max(args["BLOCK_N1"], args["BLOCK_N2"]) == 0,
-    }
+def _even_bwd(n_q: int, n_k: int, s: dict) -> tuple[bool, bool]:
+    """(EVEN_M, EVEN_N): n_q, n_k multiples of every query and key tile of the backward."""
+    return n_q % max(s["BLOCK_M1"], s["BLOCK_M2"]) == 0, n_k % max(s["BLOCK_N1"], s["BLOCK_N2"]) == 0
 
 
 class _Plan:
@@ -221,10 +218,12 @@ _PLANS: dict[tuple, _Plan] = {}
 
 
 def _plan(device, dtype, d, causal, block_m, block_n) -> _Plan:
-    key = (device, dtype, d, causal, block_m, block_n, _mode()[0])
+    """The cached plan; on a key's first call, check that the kernels can run at all (no check after that)."""
+    key = (device, dtype, d, causal, block_m, block_n, _mode() if triton is not None else None)
     plan = _PLANS.get(key)
     if plan is None:
-        plan = _PLANS[key] = _Plan(device, dtype, d, causal, block_m, block_n, key[-1])
+        _require_runnable(device)
+        plan = _PLANS[key] = _Plan(device, dtype, d, causal, block_m, block_n, key[-1][0])
     return plan
 
 
@@ -259,7 +258,12 @@ def _autotuned(kernel, candidates: tuple[dict, ...], even):
     ]
     extra = {"cache_results": True} if "cache_results" in inspect.signature(triton.autotune).parameters else {}
     return triton.autotune(configs=configs, key=["N_Q", "N_K"], **extra)(
-        triton.heuristics({"EVEN_M": lambda a: even(a)["EVEN_M"], "EVEN_N": lambda a: even(a)["EVEN_N"]})(kernel)
+        triton.heuristics(
+            {
+                "EVEN_M": lambda a: even(a["N_Q"], a["N_K"], a)[0],
+                "EVEN_N": lambda a: even(a["N_Q"], a["N_K"], a)[1],
+            }
+        )(kernel)
     )
 
 
@@ -267,7 +271,8 @@ def _launch(plan: _Plan, name: str, kernel, grid, args: tuple, n_q: int, n_k: in
     """Launch with the class's cached settings; on a class's first call, tune (CUDA) or take the first candidate."""
     settings = plan.settings(name, n_q, n_k) or plan.fixed_settings(name, n_q, n_k)
     if settings is not None:
-        kernel[grid(settings)](*args, **even({"N_Q": n_q, "N_K": n_k, **settings}), **settings)
+        even_m, even_n = even(n_q, n_k, settings)
+        kernel[grid(settings)](*args, EVEN_M=even_m, EVEN_N=even_n, **settings)
         return
     tuner = _autotuned(kernel, plan.candidates[name], even)
     tuner[grid](*args, **plan.constants)  # times every candidate, then runs the best: the outputs are valid
@@ -275,11 +280,14 @@ def _launch(plan: _Plan, name: str, kernel, grid, args: tuple, n_q: int, n_k: in
     plan.record(name, n_q, n_k, {**best.kwargs, "num_warps": best.num_warps, "num_stages": best.num_stages})
 
 
+_SAME_DEVICE = contextlib.nullcontext()
+
+
 def _on_device(device: torch.device):
     """Triton launches on the current CUDA device: make it the tensors' own."""
     if device.type == "cuda" and device.index is not None and device.index != torch.cuda.current_device():
         return torch.cuda.device(device)
-    return contextlib.nullcontext()
+    return _SAME_DEVICE
 
 
 def _forward(q, k, v, plan: _Plan, sm_scale: float) -> tuple[torch.Tensor, torch.Tensor]:
@@ -290,7 +298,7 @@ def _forward(q, k, v, plan: _Plan, sm_scale: float) -> tuple[torch.Tensor, torch
     if z:
         args = (q, k, v, out, lse, *q.stride(), *k.stride(), *v.stride(), n_q, n_k, sm_scale * _LOG2E)
         with _on_device(q.device):
-            _launch(plan, "fwd", _kernels()._attn_fwd, lambda s: (triton.cdiv(n_q, s["BLOCK_M"]) * z,), args,
+            _launch(plan, "fwd", _kernels()._attn_fwd, lambda s: (-(-n_q // s["BLOCK_M"]) * z,), args,
                     n_q, n_k, _even_fwd)  # fmt: skip
     return out, lse
 
@@ -304,7 +312,7 @@ def _backward(q, k, v, out, lse, dout, plan: _Plan, sm_scale: float) -> tuple[to
     kernels, c = _kernels(), plan.constants
     delta = torch.empty((z, n_q), dtype=torch.float32, device=q.device)  # D_i = rowsum(dO * O)
     with _on_device(q.device):
-        kernels._attn_bwd_delta[(triton.cdiv(z * n_q, plan.delta_block),)](
+        kernels._attn_bwd_delta[(-(-z * n_q // plan.delta_block),)](
             out, dout, delta, z * n_q, HEAD_DIM=c["HEAD_DIM"], HEAD_DIM_PAD=c["HEAD_DIM_PAD"], BLOCK=plan.delta_block,
             EVEN_D=c["EVEN_D"],
         )  # fmt: skip
@@ -312,7 +320,7 @@ def _backward(q, k, v, out, lse, dout, plan: _Plan, sm_scale: float) -> tuple[to
                 sm_scale * _LOG2E, sm_scale)  # fmt: skip
 
         def grid(s):
-            return (max(triton.cdiv(n_k, s["BLOCK_N1"]), triton.cdiv(n_q, s["BLOCK_M2"])) * z,)
+            return (max(-(-n_k // s["BLOCK_N1"]), -(-n_q // s["BLOCK_M2"])) * z,)  # ceil divisions
 
         _launch(plan, "bwd", kernels._attn_bwd, grid, args, n_q, n_k, _even_bwd)
     return dq, dk, dv
@@ -348,12 +356,14 @@ def flash_attention(q, k, v, *, causal=False, scale=None, temperature=1.0, block
         _check_block("block_m", block_m)
     if block_n is not None:
         _check_block("block_n", block_n)
-    _require_runnable(q.device)
     plan = _plan(q.device, q.dtype, d, causal, block_m, block_n)
-    z = math.prod(q.shape[:-2])
-    q3, k3, v3 = (x.reshape(z, x.shape[-2], d) for x in (q, k, v))  # (Z, n, d), views when possible
+    if q.dim() == 3:
+        q3, k3, v3 = q, k, v
+    else:
+        z = math.prod(q.shape[:-2])
+        q3, k3, v3 = (x.reshape(z, x.shape[-2], d) for x in (q, k, v))  # (Z, n, d), views when possible
     if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
         out = _FlashAttention.apply(q3, k3, v3, plan, sm_scale)
     else:  # inference: no autograd node, nothing saved
         out, _ = _forward(q3, k3, v3, plan, sm_scale)
-    return out.reshape(q.shape)  # (..., n_q, d)
+    return out if q.dim() == 3 else out.view(q.shape)  # (..., n_q, d)
