@@ -6,11 +6,13 @@ tails (n = 37, 100), padded head dims (24, 48) and cross attention (n_q != n_k).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -21,6 +23,7 @@ from hypothesis import strategies as st
 _saved_env = os.environ.get("TRITON_INTERPRET")
 os.environ["TRITON_INTERPRET"] = "1"  # Triton picks interpreter or compiler when first imported
 try:
+    triton = pytest.importorskip("triton")
     pytest.importorskip("triton.language")
 finally:  # the rest of the session sees the variable as it was: CPU flash unavailable there
     if _saved_env is None:
@@ -326,6 +329,38 @@ def test_launch_settings_are_cached_per_shape_class(recorder):
         ("fwd", 128, 128, 56),
     ]
     assert [name for name, _, _ in rec.launches] == ["_attn_fwd"] * 3
+
+
+def _timed_once(kernel_call, quantiles):
+    """triton.autotune's benchmark, on the CPU: one timed call (the interpreter has no GPU driver)."""
+    start = time.perf_counter()
+    kernel_call()
+    return [time.perf_counter() - start] * len(quantiles)
+
+
+def test_tuning_picks_a_candidate_and_caches_it(monkeypatch):
+    """The CUDA path on a class's first call: triton.autotune times every candidate, runs the best,
+    and the plan records it; here two candidates each way, timed on the CPU."""
+    monkeypatch.setattr(flash_triton.triton, "autotune", functools.partial(triton.autotune, do_bench=_timed_once))
+    q, k, v = _qkv((2,), 70, 70, 40)
+    plan = flash_triton._plan(q.device, q.dtype, 40, True, None, None)
+    fwd = tuple(dict(zip(flash_triton._FWD_KEYS, c, strict=True)) for c in ((32, 16, 1, 1), (16, 32, 1, 1)))
+    bwd = tuple(
+        dict(zip(flash_triton._BWD_KEYS, c, strict=True)) for c in ((16, 32, 32, 16, 1, 1), (16, 16, 16, 16, 1, 1))
+    )
+    monkeypatch.setattr(plan, "candidates", {"fwd": fwd, "bwd": bwd})
+    monkeypatch.setattr(plan, "tune", True)
+    monkeypatch.setattr(plan, "chosen", {})
+    d_out = torch.randn(q.shape, generator=torch.Generator().manual_seed(2))
+    for _ in range(2):  # the second call reuses the choice
+        got = _gradients(lambda q, k, v: flash_attention(q, k, v, causal=True), q, k, v, d_out)
+        want = _gradients(lambda q, k, v: naive_attention(q, k, v, causal_mask(70))[0], q, k, v, d_out)
+        for x, y in zip(got, want, strict=True):
+            torch.testing.assert_close(x, y, atol=2e-5, rtol=1e-5)
+    chosen = {kernel: settings for (kernel, _, _), settings in plan.chosen.items()}
+    assert set(plan.chosen) == {("fwd", 128, 128), ("bwd", 128, 128)}
+    assert {k: chosen["fwd"][k] for k in fwd[0]} in fwd
+    assert {k: chosen["bwd"][k] for k in bwd[0]} in bwd
 
 
 def test_no_autograd_graph_without_grad():
