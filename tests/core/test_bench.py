@@ -287,3 +287,11 @@ def test_cli_fa2_needs_a_head_dim_dividing_2048(capsys):
     with pytest.raises(SystemExit):
         bench.main(["--fa2", "--d", "48"])
     assert "divides 2048" in capsys.readouterr().err
+
+
+def test_budget_counts_the_backwards_score_copies():
+    # fwd_bwd: naive holds ~6 score matrices, naive_masked ~7 (measured); 2*128*128*4 B = 128 KiB each
+    rows = run_benchmark(small(ns=(128,), repeats=1, mode="fwd_bwd", memory_budget_mb=0.8))
+    status = {r["method"]: r["status"] for r in rows}
+    assert status["naive"] == "ok"
+    assert status["naive_masked"].startswith("skipped: naive_masked holds ~7 score copies")
