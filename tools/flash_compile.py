@@ -95,7 +95,7 @@ def compile_kernel(kernel_name: str, settings: dict, *, dtype, n_q: int, n_k: in
     }
 
 
-def _report(arch: int, dtype, d: int, causal: bool, all_candidates: bool) -> int:
+def _report(arch: int, dtype, d: int, causal: bool, all_candidates: bool, n: int) -> int:
     """Print one table row per compiled candidate; return how many failed to compile."""
     from attn_core import flash_triton
 
@@ -104,10 +104,11 @@ def _report(arch: int, dtype, d: int, causal: bool, all_candidates: bool) -> int
     for kernel, name in (("fwd", "_attn_fwd"), ("bwd", "_attn_bwd")):
         candidates = plan.candidates[kernel]
         for cand in candidates if all_candidates else candidates[:1]:
-            settings = {**plan.constants, **cand, "EVEN_M": True, "EVEN_N": True}
+            even = {"EVEN_M": n % 128 == 0, "EVEN_N": n % 128 == 0}  # every candidate tile divides 128
+            settings = {**plan.constants, **cand, **even}
             short = "/".join(str(v) for v in cand.values())
             try:
-                r = compile_kernel(name, settings, dtype=dtype, n_q=4096, n_k=4096, arch=arch)
+                r = compile_kernel(name, settings, dtype=dtype, n_q=n, n_k=n, arch=arch)
             except Exception as exc:  # a candidate that does not compile is a finding, not a crash
                 failures += 1
                 print(f"| {name} | {where} | {short} | FAILED: {type(exc).__name__}: {str(exc)[:80]!r} | | | |")
@@ -124,8 +125,12 @@ def main(argv=None) -> int:
     p.add_argument("--dtype", nargs="+", default=["float16"], choices=["float16", "bfloat16", "float32"])
     p.add_argument("--causal", choices=["yes", "no", "both"], default="both")
     p.add_argument("--all-candidates", action="store_true", help="every tuning candidate, not only the first")
+    p.add_argument(
+        "--n", type=int, default=4096, help="sequence length: 4096 compiles the even-shape path, 4097 the ragged one"
+    )
     args = p.parse_args(argv)
     causals = {"yes": (True,), "no": (False,), "both": (False, True)}[args.causal]
+    print(f"n = {args.n}: EVEN_M = EVEN_N = {args.n % 128 == 0}")
     print("| kernel | arch | dtype | d | causal | settings | regs | stack B (spills) | shared KiB | compile s |")
     print("|---|---|---|---:|---|---|---:|---:|---:|---:|")
     failures = 0
@@ -133,7 +138,7 @@ def main(argv=None) -> int:
         for dtype_name in args.dtype:
             for d in args.d:
                 for causal in causals:
-                    failures += _report(arch, getattr(torch, dtype_name), d, causal, args.all_candidates)
+                    failures += _report(arch, getattr(torch, dtype_name), d, causal, args.all_candidates, args.n)
     return 1 if failures else 0
 
 
