@@ -96,25 +96,29 @@ def compile_kernel(kernel_name: str, settings: dict, *, dtype, n_q: int, n_k: in
 
 
 def _report(arch: int, dtype, d: int, causal: bool, all_candidates: bool, n: int) -> int:
-    """Print one table row per compiled candidate; return how many failed to compile."""
+    """Print one table row per compiled kernel and candidate; return how many failed to compile."""
     from attn_core import flash_triton
 
     plan = flash_triton._Plan(torch.device("cuda"), dtype, d, causal, None, None, False)
-    failures, where = 0, f"sm_{arch} | {str(dtype).removeprefix('torch.')} | {d} | {causal}"
+    where, c = f"sm_{arch} | {str(dtype).removeprefix('torch.')} | {d} | {causal}", plan.constants
+    jobs = []
     for kernel, name in (("fwd", "_attn_fwd"), ("bwd", "_attn_bwd")):
         candidates = plan.candidates[kernel]
-        for cand in candidates if all_candidates else candidates[:1]:
-            even = {"EVEN_M": n % 128 == 0, "EVEN_N": n % 128 == 0}  # every candidate tile divides 128
-            settings = {**plan.constants, **cand, **even}
-            short = "/".join(str(v) for v in cand.values())
-            try:
-                r = compile_kernel(name, settings, dtype=dtype, n_q=n, n_k=n, arch=arch)
-            except Exception as exc:  # a candidate that does not compile is a finding, not a crash
-                failures += 1
-                print(f"| {name} | {where} | {short} | FAILED: {type(exc).__name__}: {str(exc)[:80]!r} | | | |")
-                continue
-            cells = f"{r['regs']} | {r['stack_bytes']} | {r['shared_bytes'] / 1024:.0f} | {r['compile_s']}"
-            print(f"| {name} | {where} | {short} | {cells} |", flush=True)
+        even = {"EVEN_M": n % 128 == 0, "EVEN_N": n % 128 == 0}  # every candidate tile divides 128
+        jobs += [(name, {**c, **cand, **even}, cand) for cand in (candidates if all_candidates else candidates[:1])]
+    delta = {"HEAD_DIM": d, "HEAD_DIM_PAD": c["HEAD_DIM_PAD"], "BLOCK": plan.delta_block, "EVEN_D": c["EVEN_D"]}
+    jobs.append(("_attn_bwd_delta", delta, {"BLOCK": plan.delta_block}))
+    failures = 0
+    for name, settings, shown in jobs:
+        short = "/".join(str(v) for v in shown.values())
+        try:
+            r = compile_kernel(name, settings, dtype=dtype, n_q=n, n_k=n, arch=arch)
+        except Exception as exc:  # a setting that does not compile is a finding, not a crash
+            failures += 1
+            print(f"| {name} | {where} | {short} | FAILED: {type(exc).__name__}: {str(exc)[:80]!r} | | | |")
+            continue
+        cells = f"{r['regs']} | {r['stack_bytes']} | {r['shared_bytes'] / 1024:.0f} | {r['compile_s']}"
+        print(f"| {name} | {where} | {short} | {cells} |", flush=True)
     return failures
 
 
