@@ -41,8 +41,11 @@ def check_qkv(q, k, v) -> tuple[int, int, int, int]:
         raise ValueError(f"q, k, v must share one dtype, got {q.dtype}, {k.dtype}, {v.dtype}")
     if not (q.device == k.device == v.device):
         raise ValueError(f"q, k, v must be on one device, got {q.device}, {k.device}, {v.device}")
+    lead = q.shape[:-2]
+    if lead == k.shape[:-2] == v.shape[:-2]:  # the common case; torch.broadcast_shapes costs ~50 us a call
+        return n_q, n_k, d_k, d_v
     try:
-        torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+        torch.broadcast_shapes(lead, k.shape[:-2], v.shape[:-2])
     except RuntimeError:
         raise ValueError(
             "q, k, v leading (batch/head) dimensions must broadcast, got "

@@ -9,6 +9,12 @@ Methods (all forward only, under torch.no_grad, on q, k, v of shape (B, H, n, d)
     triton        attn_core.flash_triton.flash_attention (CUDA only, imported lazily)
 Each row's `causal` field says what that row computed.
 
+Modes: `fwd` times the forward alone (under torch.no_grad); `fwd_bwd` times forward plus the
+gradients of q, k, v for a fixed random output gradient (torch.autograd.grad, nothing accumulates).
+GPU convention of the FlashAttention-2 paper (`--fa2`): batch * n = 16k tokens (`tokens`: each
+row's batch is tokens // n) and heads * d = 2048; every row also gets its TFLOP/s as a multiple of
+SDPA's at the same n (`tflops_vs_sdpa`, > 1: faster than SDPA).
+
 Measurements, per (n, method):
 1. Time: `warmup` untimed calls, then `repeats` timed calls -> median, p10, p90, min in ms.
    CPU: time.perf_counter around each call. CUDA: a pair of CUDA events around each call.
@@ -29,7 +35,8 @@ Measurements, per (n, method):
      SDPA at 0.05 x.
    theory_scores_bytes = B*H*n*n*bytes(dtype), one score matrix, is reported beside it.
 3. Throughput: tflops = flops / median time, flops = 4*B*H*n^2*d (q k^T and p v, 2*n^2*d each),
-   halved for causal rows (the useful work, as FlashAttention's benchmarks count it).
+   halved for causal rows (the useful work, as FlashAttention's benchmarks count it); fwd_bwd rows
+   count 3.5x that (the backward's five n^2 d products = 2.5 forwards, FlashAttention-2's convention).
 
 Memory budget: naive methods hold SCORE_COPIES[method] score matrices at once (measured above,
 in the softmax dtype: fp32 for half inputs). An entry whose estimate exceeds memory_budget_mb is
@@ -57,7 +64,7 @@ import shlex
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import torch
 import torch.nn.functional as F
@@ -71,9 +78,14 @@ from attn_core.naive import naive_attention, softmax_dtype
 from attn_core.tiled import tiled_attention
 
 METHODS = ("naive", "naive_masked", "tiled", "sdpa", "triton")
+MODES = ("fwd", "fwd_bwd")
+FA2_TOKENS, FA2_MODEL_DIM = 16384, 2048  # FlashAttention-2's benchmarks: batch * n = 16k, heads * d = 2048
+FA2_NS = (512, 1024, 2048, 4096, 8192, 16384)
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 # measured peaks / (B*H*n*n*bytes), rounded up; the masked path adds the masked copy of the logits
 SCORE_COPIES = {"naive": naive.SCORE_COPIES, "naive_masked": naive.SCORE_COPIES + 1}
+# forward + backward (B=1, H=1, d=32, fp32, n=1024 and 2048): naive 6.06x, naive_masked 6.31x one score matrix
+SCORE_COPIES_FWD_BWD = {"naive": 6, "naive_masked": 7}
 ROW_FIELDS = (
     "method",
     "device",
@@ -83,6 +95,7 @@ ROW_FIELDS = (
     "heads",
     "batch",
     "causal",
+    "mode",
     "block_q",
     "block_k",
     "status",
@@ -96,6 +109,7 @@ ROW_FIELDS = (
     "input_bytes",
     "theory_scores_bytes",
     "tflops",
+    "tflops_vs_sdpa",
 )
 
 Progress = Callable[[int, int, str], None]
@@ -126,6 +140,8 @@ class BenchConfig:
     block_k: int = 512
     seed: int = 0
     time_limit_s: float | None = None  # None: no limit; else skip the remaining n once this has passed
+    mode: str = "fwd"  # "fwd" or "fwd_bwd" (forward + gradients of q, k, v)
+    tokens: int | None = None  # None: `batch` at every n; else batch = max(1, tokens // n) (FlashAttention-2)
 
     def __post_init__(self):
         # Frozen: validated and normalised once, so a bad config never reaches a measurement.
@@ -143,6 +159,14 @@ class BenchConfig:
         set_(self, "memory_budget_mb", check_positive("memory_budget_mb", self.memory_budget_mb))
         set_(self, "time_limit_s", check_positive("time_limit_s", self.time_limit_s, allow_none=True))
         set_(self, "methods", _check_methods(self.methods, self.device))
+        if self.mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
+        if self.tokens is not None:
+            check_int("tokens", self.tokens, minimum=1)
+
+    def at_length(self, n: int) -> BenchConfig:
+        """The config of the rows at sequence length n: with `tokens`, batch = max(1, tokens // n)."""
+        return self if self.tokens is None else replace(self, batch=max(1, self.tokens // n))
 
 
 def _check_device(device) -> str:
@@ -181,10 +205,11 @@ def _check_methods(methods, device: str) -> tuple[str, ...]:
 # --- measurements ---------------------------------------------------------------------------
 
 
-def attention_flops(batch: int, heads: int, n: int, d: int, causal: bool) -> int:
-    """4*B*H*n^2*d: q k^T and p v are n x n x d multiply-adds each; causal does half."""
+def attention_flops(batch: int, heads: int, n: int, d: int, causal: bool, mode: str = "fwd") -> int:
+    """4*B*H*n^2*d: q k^T and p v are n x n x d multiply-adds each; causal does half; fwd_bwd 3.5x."""
     flops = 4 * batch * heads * n * n * d
-    return flops // 2 if causal else flops
+    flops = flops // 2 if causal else flops
+    return flops * 7 // 2 if mode == "fwd_bwd" else flops
 
 
 def peak_live_bytes(events: Iterable[tuple[int, int]]) -> int:
@@ -278,7 +303,14 @@ def _triton_call(q, k, v, causal: bool) -> Callable[[], object]:
 
 
 def _make_call(method: str, q, k, v, config: BenchConfig) -> tuple[Callable[[], object], int]:
-    """(a no-argument call computing `method`, bytes of its extra inputs such as a mask)."""
+    """(a no-argument call computing `method` in config.mode, bytes of its extra inputs such as a mask)."""
+    if config.mode == "fwd_bwd":
+        return _forward_backward_call(method, q, k, v, config)
+    return _forward_call(method, q, k, v, config)
+
+
+def _forward_call(method: str, q, k, v, config: BenchConfig) -> tuple[Callable[[], object], int]:
+    """(a no-argument call computing `method`'s forward, bytes of its extra inputs such as a mask)."""
     c = config.causal
     if method == "naive":
         return (lambda: naive_attention(q, k, v)), 0
@@ -301,7 +333,41 @@ def method_is_causal(method: str, causal: bool) -> bool:
 def estimated_bytes(method: str, config: BenchConfig, n: int) -> int:
     """Working memory the budget is checked against: the naive methods' score copies, else 0."""
     scores = config.batch * config.heads * n * n * softmax_dtype(DTYPES[config.dtype]).itemsize
-    return SCORE_COPIES.get(method, 0) * scores
+    return _score_copies(method, config) * scores
+
+
+def _score_copies(method: str, config: BenchConfig) -> int:
+    return (SCORE_COPIES_FWD_BWD if config.mode == "fwd_bwd" else SCORE_COPIES).get(method, 0)
+
+
+# --- modes and the comparison with SDPA (the GPU benchmarks) ----------------------------------
+
+
+def _forward_backward_call(method: str, q, k, v, config: BenchConfig) -> tuple[Callable[[], object], int]:
+    """(a call computing `method`'s forward and the gradients of q, k, v, bytes of its extra inputs).
+
+    The output gradient is fixed and random (seed + 1); torch.autograd.grad returns fresh gradients,
+    so nothing accumulates from call to call.
+    """
+    leaves = tuple(x.detach().requires_grad_() for x in (q, k, v))
+    forward, extra = _forward_call(method, *leaves, config)
+    gen = torch.Generator().manual_seed(config.seed + 1)
+    d_out = torch.randn(q.shape, generator=gen).to(device=q.device, dtype=q.dtype)  # d_v = d
+
+    def call():
+        with torch.enable_grad():  # the harness times under torch.no_grad
+            out = forward()
+            out = out[0] if isinstance(out, tuple) else out  # naive_attention returns (out, weights)
+            return torch.autograd.grad(out, leaves, d_out)
+
+    return call, extra + d_out.numel() * d_out.element_size()
+
+
+def _compare_with_sdpa(rows: list[dict]) -> None:
+    """Set tflops_vs_sdpa of `rows` (one n): each row's TFLOP/s over SDPA's, where both ran."""
+    sdpa = next((r["tflops"] for r in rows if r["method"] == "sdpa" and r["tflops"]), None)
+    for r in rows:
+        r["tflops_vs_sdpa"] = r["tflops"] / sdpa if sdpa and r["tflops"] else None
 
 
 # --- one entry, one run -----------------------------------------------------------------------
@@ -328,6 +394,7 @@ def _base_row(config: BenchConfig, method: str, n: int, input_bytes: int) -> dic
         heads=config.heads,
         batch=config.batch,
         causal=method_is_causal(method, config.causal),
+        mode=config.mode,
         block_q=config.block_q if tiled else None,
         block_k=config.block_k if tiled else None,
         repeats=config.repeats,
@@ -345,7 +412,7 @@ def _measure(row: dict, fn: Callable[[], object], config: BenchConfig) -> None:
     else:
         row["peak_mem_bytes"] = _cpu_peak_bytes(fn)
         row["peak_mem_total_bytes"] = row["peak_mem_bytes"] + row["input_bytes"]
-    flops = attention_flops(config.batch, config.heads, row["n"], config.d, row["causal"])
+    flops = attention_flops(config.batch, config.heads, row["n"], config.d, row["causal"], config.mode)
     row["tflops"] = flops / (row["time_ms_median"] * 1e-3) / 1e12
     row["status"] = "ok"
 
@@ -356,7 +423,7 @@ def _entry(config: BenchConfig, method: str, qkv: tuple[torch.Tensor, ...]) -> d
     need, budget = estimated_bytes(method, config, n), config.memory_budget_mb * 2**20
     if need > budget:
         row["status"] = (
-            f"skipped: {method} holds ~{SCORE_COPIES[method]} score copies = {need / 2**20:.0f} MiB "
+            f"skipped: {method} holds ~{_score_copies(method, config)} score copies = {need / 2**20:.0f} MiB "
             f"> memory budget {config.memory_budget_mb:g} MiB"
         )
         return row
@@ -415,13 +482,15 @@ def run_benchmark(config: BenchConfig, progress: Progress | None = None) -> list
         for i, n in enumerate(config.ns):
             elapsed = time.perf_counter() - start
             late = i > 0 and limit is not None and elapsed > limit
-            qkv = None if late else _inputs(config, n)
+            at_n = config.at_length(n)
+            qkv = None if late else _inputs(at_n, n)
             for method in config.methods:
                 if progress is not None:
                     progress(len(rows), total, f"{method} n={n}")
-                rows.append(_out_of_time(config, method, n, elapsed) if late else _entry(config, method, qkv))
+                rows.append(_out_of_time(at_n, method, n, elapsed) if late else _entry(at_n, method, qkv))
                 _release()
             del qkv  # free this n's inputs before the next, larger ones
+            _compare_with_sdpa(rows[-len(config.methods) :])
     if progress is not None:
         progress(total, total, "done")
     return rows
@@ -490,16 +559,18 @@ def _fmt(value, digits: int) -> str:
 def markdown_table(rows: Sequence[dict]) -> str:
     """The figures a reader compares: time, memory (measured and theoretical), TFLOP/s, status."""
     lines = [
-        "| method | n | causal | median ms | p10 ms | p90 ms | peak MiB | scores MiB (theory) | TFLOP/s | status |",
-        "|---|---:|---|---:|---:|---:|---:|---:|---:|---|",
+        "| method | n | batch | causal | mode | median ms | p10 ms | p90 ms | peak MiB | scores MiB (theory) "
+        "| TFLOP/s | x SDPA | status |",
+        "|---|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for r in rows:
         mib = None if r["peak_mem_bytes"] is None else r["peak_mem_bytes"] / 2**20
         name = r["method"] if r["block_q"] is None else f"{r['method']} ({r['block_q']}x{r['block_k']})"
         lines.append(
-            f"| {name} | {r['n']} | {r['causal']} | {_fmt(r['time_ms_median'], 1)} | {_fmt(r['time_ms_p10'], 1)} "
-            f"| {_fmt(r['time_ms_p90'], 1)} | {_fmt(mib, 1)} | {r['theory_scores_bytes'] / 2**20:.1f} "
-            f"| {_fmt(r['tflops'], 3)} | {r['status']} |"
+            f"| {name} | {r['n']} | {r['batch']} | {r['causal']} | {r['mode']} | {_fmt(r['time_ms_median'], 1)} "
+            f"| {_fmt(r['time_ms_p10'], 1)} | {_fmt(r['time_ms_p90'], 1)} | {_fmt(mib, 1)} "
+            f"| {r['theory_scores_bytes'] / 2**20:.1f} | {_fmt(r['tflops'], 3)} | {_fmt(r['tflops_vs_sdpa'], 2)} "
+            f"| {r['status']} |"
         )
     return "\n".join(lines)
 
@@ -519,7 +590,9 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m attn_core.bench", description=__doc__.splitlines()[0])
     dflt = BenchConfig()
     p.add_argument("--device", default=dflt.device, help="cpu, cuda or cuda:N")
-    p.add_argument("--n", type=int, nargs="+", default=list(dflt.ns), help="sequence lengths")
+    p.add_argument(
+        "--n", type=int, nargs="+", help=f"sequence lengths (default {list(dflt.ns)}; --fa2: {list(FA2_NS)})"
+    )
     p.add_argument("--d", type=int, default=dflt.d, help="head dimension")
     p.add_argument("--heads", type=int, default=dflt.heads)
     p.add_argument("--batch", type=int, default=dflt.batch)
@@ -540,21 +613,37 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--time-limit-s", type=float, default=None, help="skip the remaining n once the run has taken this long"
     )
+    p.add_argument("--mode", choices=MODES, default=dflt.mode, help="forward, or forward + gradients of q, k, v")
+    p.add_argument("--tokens", type=int, help="batch = tokens // n at each n (instead of --batch)")
+    p.add_argument(
+        "--fa2",
+        action="store_true",
+        help=f"FlashAttention-2's convention: --tokens {FA2_TOKENS} and heads = {FA2_MODEL_DIM} // d",
+    )
     p.add_argument("--csv", metavar="PATH", help="write the rows as CSV")
     p.add_argument("--json", metavar="PATH", help="write the rows and the header as JSON")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     return p
 
 
+def _sizes(args: argparse.Namespace) -> dict:
+    """ns, heads, batch and tokens from the command line; --fa2 fixes tokens and heads * d."""
+    ns = tuple(args.n) if args.n else (FA2_NS if args.fa2 else BenchConfig.ns)
+    if not args.fa2:
+        return dict(ns=ns, heads=args.heads, batch=args.batch, tokens=args.tokens)
+    if args.d < 1 or FA2_MODEL_DIM % args.d:
+        raise ValueError(f"--fa2 needs a head dim d that divides {FA2_MODEL_DIM}, got {args.d}")
+    return dict(ns=ns, heads=FA2_MODEL_DIM // args.d, batch=1, tokens=FA2_TOKENS)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
+        sizes = _sizes(args)
         config = BenchConfig(
             device=args.device,
-            ns=tuple(args.n),
+            **sizes,
             d=args.d,
-            heads=args.heads,
-            batch=args.batch,
             dtype=args.dtype,
             causal=args.causal,
             methods=args.methods,
@@ -565,6 +654,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             block_k=args.block_k,
             seed=args.seed,
             time_limit_s=args.time_limit_s,
+            mode=args.mode,
         )
     except ValueError as exc:
         _parser().error(str(exc))

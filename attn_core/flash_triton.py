@@ -1,14 +1,18 @@
 """FlashAttention as Triton kernels: the online softmax of tiled.py, fused on the GPU, and its backward.
 
-One program owns BLOCK_M query rows of one (batch x head) slice and streams every key/value tile
-through on-chip memory, keeping per row
-    m   = running max of the logits (in log2 units),   l = running sum of 2^(logit - m),
-    acc = running sum of 2^(logit - m) * v,             rescaled by 2^(m_old - m_new) when m grows,
-then writes acc / l. The n_q x n_k logits never reach global memory:
-    # read n_q*d + (n_q/BLOCK_M) * 2*n_k*d elements; write n_q*d outputs + n_q row statistics
+The kernels live in attn_core/_flash_kernels.py; this module checks inputs, picks launch settings
+and wires forward and backward into autograd. Per call it does no more than it must:
+- input checks that read only shapes, dtypes and devices (nothing that waits for the GPU);
+- one dictionary lookup for the launch settings, cached per (device, dtype, head dim, causal,
+  tile overrides) and, within that, per shape class (n_q, n_k rounded up to powers of two);
+- two allocations and one launch forward; one small launch (D = rowsum(dO * O)) and one fused
+  launch (dK, dV and dQ) backward. Without autograd (inference, torch.no_grad) no graph is built.
+On CUDA the first call of a shape class tunes the tile sizes, warps and stages among a few
+candidates per (head dim, dtype) with triton.autotune (set ATTN_CORE_FLASH_AUTOTUNE=0 to take the
+first candidate without timing anything); later calls of the class reuse the choice.
+
 Logits are computed as (q . k) * scale / temperature * log2(e), so exp2 (one hardware instruction)
-replaces exp. Causal attention (top-left: query i sees keys 0..i) stops the key loop at the diagonal.
-The backward pass recomputes the weights tile by tile from the saved row log-sum-exp (see below).
+replaces exp. Causal attention is top-left: query i sees keys 0..i.
 
 CUDA tensors run compiled; CPU tensors run under Triton's interpreter when TRITON_INTERPRET=1 is
 set before triton is first imported (correct, slow: for tests). Elsewhere use attn_core.tiled_attention.
@@ -16,9 +20,10 @@ set before triton is first imported (correct, slow: for tests). Elsewhere use at
 
 from __future__ import annotations
 
-import functools
+import contextlib
+import inspect
 import math
-from dataclasses import dataclass
+import os
 
 import torch
 
@@ -34,208 +39,18 @@ MIN_HEAD_DIM, MAX_HEAD_DIM = 16, 128  # tl.dot needs >= 16; 128 keeps acc + tile
 _FALLBACK = "use attn_core.tiled_attention (the same algorithm in plain PyTorch) instead"
 
 
-def _flash_fwd_kernel(
-    Q, K, V, Out, Lse,
-    stride_qz, stride_qm, stride_qd,
-    stride_kz, stride_kn, stride_kd,
-    stride_vz, stride_vn, stride_vd,
-    N_Q, N_K, qk_scale_log2,
-    HEAD_DIM: tl.constexpr, HEAD_DIM_PAD: tl.constexpr,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-    CAUSAL: tl.constexpr, DOT_PRECISION: tl.constexpr, DOT_IN_FP32: tl.constexpr,
-):  # fmt: skip
-    """Program pid: query rows [start_m*BLOCK_M, +BLOCK_M) of slice z, against all visible key tiles.
-
-    Out (Z, N_Q, HEAD_DIM) and Lse (Z, N_Q) are contiguous; Lse = m + log2(l) lets the backward
-    pass rebuild any tile of softmax weights as 2^(logit - Lse) without a second online pass.
-    """
-    pid = tl.program_id(0)
-    n_m_blocks = tl.cdiv(N_Q, BLOCK_M)
-    z = (pid // n_m_blocks).to(tl.int64)  # int64: z * stride passes 2^31 on large batches
-    start_m = pid % n_m_blocks
-    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)  # (BLOCK_M,) query rows
-    offs_n = tl.arange(0, BLOCK_N)  # (BLOCK_N,) key columns within a tile
-    offs_d = tl.arange(0, HEAD_DIM_PAD)  # tl.arange needs a power of two: pad d, mask the loads
-    d_ok = offs_d[None, :] < HEAD_DIM  # padded columns load as 0 and add 0 to every dot product
-
-    q_mask = (offs_m[:, None] < N_Q) & d_ok
-    q = tl.load(Q + z * stride_qz + offs_m[:, None] * stride_qm + offs_d[None, :] * stride_qd, q_mask, other=0.0)
-    if DOT_IN_FP32:  # Triton's interpreter stores bf16 as uint16 and would multiply the raw bits
-        q = q.to(tl.float32)  # (BLOCK_M, HEAD_DIM_PAD)
-
-    m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
-    l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
-    acc = tl.zeros([BLOCK_M, HEAD_DIM_PAD], dtype=tl.float32)
-
-    hi = N_K
-    if CAUSAL:  # tiles right of the diagonal are never loaded: ~half the work for n_q = n_k
-        hi = tl.minimum(N_K, (start_m + 1) * BLOCK_M)
-    for start_n in range(0, hi, BLOCK_N):
-        cols = start_n + offs_n  # (BLOCK_N,)
-        kv_mask = (cols[:, None] < N_K) & d_ok
-        k = tl.load(K + z * stride_kz + cols[:, None] * stride_kn + offs_d[None, :] * stride_kd, kv_mask, other=0.0)
-        v = tl.load(V + z * stride_vz + cols[:, None] * stride_vn + offs_d[None, :] * stride_vd, kv_mask, other=0.0)
-        if DOT_IN_FP32:
-            k = k.to(tl.float32)
-            v = v.to(tl.float32)
-        s = tl.dot(q, tl.trans(k), input_precision=DOT_PRECISION) * qk_scale_log2  # (BLOCK_M, BLOCK_N)
-
-        visible = cols[None, :] < N_K  # the tail tile's columns past n_k hold zeros, not keys
-        if CAUSAL:
-            visible = visible & (cols[None, :] <= offs_m[:, None])
-        s = tl.where(visible, s, float("-inf"))
-
-        m_new = tl.maximum(m_i, tl.max(s, axis=1))
-        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)  # no visible key yet: avoid -inf - -inf = NaN
-        alpha = tl.exp2(m_i - m_safe)  # rescales the old state; 0 while m_i = -inf
-        p = tl.exp2(s - m_safe[:, None])  # (BLOCK_M, BLOCK_N), in [0, 1]
-        l_i = l_i * alpha + tl.sum(p, axis=1)
-        # p is rounded to the input dtype, as in FlashAttention, so the second matmul runs on tensor cores
-        p = p.to(V.dtype.element_ty).to(v.dtype)
-        acc = acc * alpha[:, None] + tl.dot(p, v, input_precision=DOT_PRECISION)  # (BLOCK_M, HEAD_DIM_PAD)
-        m_i = m_new
-
-    row_ok = offs_m < N_Q
-    seen = l_i > 0  # a row that saw no key outputs 0, not NaN, and gets weights 2^-inf = 0 in backward
-    out = acc / tl.where(seen, l_i, 1.0)[:, None]
-    tl.store(Out + (z * N_Q + offs_m[:, None]) * HEAD_DIM + offs_d[None, :], out.to(Out.dtype.element_ty), q_mask)
-    tl.store(Lse + z * N_Q + offs_m, tl.where(seen, m_i + tl.log2(l_i), float("inf")), row_ok)
-
-
-# Backward, with P = softmax weights, dO = incoming gradient, D_i = sum_d dO_id O_id = sum_j P_ij dP_ij:
-#     dV = P^T dO,   dP = dO V^T,   dS = P * (dP - D),   dQ = dS K * c,   dK = dS^T Q * c   (c = scale/temp)
-# Two kernels so that no two programs add into the same rows: one owns a key block (dK, dV) and
-# walks the query blocks below its diagonal; one owns a query block (dQ) and walks the key tiles.
-
-
-def _flash_bwd_dkdv_kernel(
-    Q, K, V, DO, Lse, Delta, DK, DV,
-    stride_qz, stride_qm, stride_qd,
-    stride_kz, stride_kn, stride_kd,
-    stride_vz, stride_vn, stride_vd,
-    N_Q, N_K, qk_scale_log2, sm_scale,
-    HEAD_DIM: tl.constexpr, HEAD_DIM_PAD: tl.constexpr,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-    CAUSAL: tl.constexpr, DOT_PRECISION: tl.constexpr, DOT_IN_FP32: tl.constexpr,
-):  # fmt: skip
-    """Program pid: dK, dV of key rows [start_n, start_n + BLOCK_N) of slice z. DO, DK, DV contiguous."""
-    pid = tl.program_id(0)
-    n_n_blocks = tl.cdiv(N_K, BLOCK_N)
-    z = (pid // n_n_blocks).to(tl.int64)
-    start_n = (pid % n_n_blocks) * BLOCK_N
-    cols = start_n + tl.arange(0, BLOCK_N)  # (BLOCK_N,) key rows owned by this program
-    offs_m = tl.arange(0, BLOCK_M)
-    offs_d = tl.arange(0, HEAD_DIM_PAD)
-    d_ok = offs_d[None, :] < HEAD_DIM
-
-    kv_mask = (cols[:, None] < N_K) & d_ok
-    k = tl.load(K + z * stride_kz + cols[:, None] * stride_kn + offs_d[None, :] * stride_kd, kv_mask, other=0.0)
-    v = tl.load(V + z * stride_vz + cols[:, None] * stride_vn + offs_d[None, :] * stride_vd, kv_mask, other=0.0)
-    if DOT_IN_FP32:
-        k = k.to(tl.float32)
-        v = v.to(tl.float32)
-    dk = tl.zeros([BLOCK_N, HEAD_DIM_PAD], dtype=tl.float32)
-    dv = tl.zeros([BLOCK_N, HEAD_DIM_PAD], dtype=tl.float32)
-
-    lo = 0
-    if CAUSAL:  # queries before start_n see none of these keys
-        lo = start_n
-    for start_m in range(lo, N_Q, BLOCK_M):
-        rows = start_m + offs_m  # (BLOCK_M,)
-        row_ok = rows < N_Q
-        q_mask = row_ok[:, None] & d_ok
-        q = tl.load(Q + z * stride_qz + rows[:, None] * stride_qm + offs_d[None, :] * stride_qd, q_mask, other=0.0)
-        do = tl.load(DO + (z * N_Q + rows[:, None]) * HEAD_DIM + offs_d[None, :], q_mask, other=0.0)
-        if DOT_IN_FP32:
-            q = q.to(tl.float32)
-            do = do.to(tl.float32)
-        lse = tl.load(Lse + z * N_Q + rows, row_ok, other=0.0)
-        delta = tl.load(Delta + z * N_Q + rows, row_ok, other=0.0)
-
-        s = tl.dot(q, tl.trans(k), input_precision=DOT_PRECISION) * qk_scale_log2  # (BLOCK_M, BLOCK_N)
-        visible = row_ok[:, None] & (cols[None, :] < N_K)
-        if CAUSAL:
-            visible = visible & (cols[None, :] <= rows[:, None])
-        p = tl.where(visible, tl.exp2(s - lse[:, None]), 0.0)  # the forward's softmax weights
-        dv += tl.dot(tl.trans(p.to(Q.dtype.element_ty).to(do.dtype)), do, input_precision=DOT_PRECISION)
-        dp = tl.dot(do, tl.trans(v), input_precision=DOT_PRECISION)  # (BLOCK_M, BLOCK_N)
-        ds = p * (dp - delta[:, None])
-        dk += tl.dot(tl.trans(ds.to(Q.dtype.element_ty).to(q.dtype)), q, input_precision=DOT_PRECISION)
-
-    out_offs = (z * N_K + cols[:, None]) * HEAD_DIM + offs_d[None, :]
-    tl.store(DK + out_offs, (dk * sm_scale).to(DK.dtype.element_ty), kv_mask)
-    tl.store(DV + out_offs, dv.to(DV.dtype.element_ty), kv_mask)
-
-
-def _flash_bwd_dq_kernel(
-    Q, K, V, DO, Lse, Delta, DQ,
-    stride_qz, stride_qm, stride_qd,
-    stride_kz, stride_kn, stride_kd,
-    stride_vz, stride_vn, stride_vd,
-    N_Q, N_K, qk_scale_log2, sm_scale,
-    HEAD_DIM: tl.constexpr, HEAD_DIM_PAD: tl.constexpr,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-    CAUSAL: tl.constexpr, DOT_PRECISION: tl.constexpr, DOT_IN_FP32: tl.constexpr,
-):  # fmt: skip
-    """Program pid: dQ of query rows [start_m*BLOCK_M, +BLOCK_M) of slice z. DO, DQ contiguous."""
-    pid = tl.program_id(0)
-    n_m_blocks = tl.cdiv(N_Q, BLOCK_M)
-    z = (pid // n_m_blocks).to(tl.int64)
-    start_m = pid % n_m_blocks
-    rows = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_n = tl.arange(0, BLOCK_N)
-    offs_d = tl.arange(0, HEAD_DIM_PAD)
-    d_ok = offs_d[None, :] < HEAD_DIM
-
-    row_ok = rows < N_Q
-    q_mask = row_ok[:, None] & d_ok
-    q = tl.load(Q + z * stride_qz + rows[:, None] * stride_qm + offs_d[None, :] * stride_qd, q_mask, other=0.0)
-    do = tl.load(DO + (z * N_Q + rows[:, None]) * HEAD_DIM + offs_d[None, :], q_mask, other=0.0)
-    if DOT_IN_FP32:
-        q = q.to(tl.float32)
-        do = do.to(tl.float32)
-    lse = tl.load(Lse + z * N_Q + rows, row_ok, other=0.0)
-    delta = tl.load(Delta + z * N_Q + rows, row_ok, other=0.0)
-    dq = tl.zeros([BLOCK_M, HEAD_DIM_PAD], dtype=tl.float32)
-
-    hi = N_K
-    if CAUSAL:
-        hi = tl.minimum(N_K, (start_m + 1) * BLOCK_M)
-    for start_n in range(0, hi, BLOCK_N):
-        cols = start_n + offs_n
-        kv_mask = (cols[:, None] < N_K) & d_ok
-        k = tl.load(K + z * stride_kz + cols[:, None] * stride_kn + offs_d[None, :] * stride_kd, kv_mask, other=0.0)
-        v = tl.load(V + z * stride_vz + cols[:, None] * stride_vn + offs_d[None, :] * stride_vd, kv_mask, other=0.0)
-        if DOT_IN_FP32:
-            k = k.to(tl.float32)
-            v = v.to(tl.float32)
-        s = tl.dot(q, tl.trans(k), input_precision=DOT_PRECISION) * qk_scale_log2
-        visible = row_ok[:, None] & (cols[None, :] < N_K)
-        if CAUSAL:
-            visible = visible & (cols[None, :] <= rows[:, None])
-        p = tl.where(visible, tl.exp2(s - lse[:, None]), 0.0)
-        dp = tl.dot(do, tl.trans(v), input_precision=DOT_PRECISION)
-        ds = p * (dp - delta[:, None])
-        dq += tl.dot(ds.to(Q.dtype.element_ty).to(k.dtype), k, input_precision=DOT_PRECISION)
-
-    dq = dq * sm_scale
-    tl.store(DQ + (z * N_Q + rows[:, None]) * HEAD_DIM + offs_d[None, :], dq.to(DQ.dtype.element_ty), q_mask)
-
-
-@functools.cache
-def _jitted(kernel, interpret: bool):
-    """Decorated on first use, once per mode: triton.jit reads TRITON_INTERPRET when it decorates."""
-    del interpret  # only the cache key
-    return triton.jit(kernel)
-
-
 def _mode() -> tuple[bool, bool]:
     """(TRITON_INTERPRET=1 now, triton imported under it).
 
     Triton jits its own helpers (tl.cdiv, tl.max, ...) when triton.language is first imported, so
     a kernel only runs in the mode that was in force then.
     """
-    return bool(triton.knobs.runtime.interpret), not isinstance(tl.cdiv, triton.runtime.JITFunction)
+    knobs = getattr(triton, "knobs", None)  # triton >= 3.4; older ones read the variable directly
+    now = knobs.runtime.interpret if knobs is not None else os.environ.get("TRITON_INTERPRET", "0") in _TRUE
+    return bool(now), not isinstance(tl.cdiv, triton.runtime.JITFunction)
+
+
+_TRUE = ("1", "true", "on", "yes")
 
 
 def flash_available(device) -> tuple[bool, str]:
@@ -294,88 +109,220 @@ def _check_inputs(q, k, v, causal) -> int:
     return d_k
 
 
-@dataclass(frozen=True)
-class _Launch:
-    """What a kernel launch needs besides the tensors."""
+# --- launch settings ------------------------------------------------------------------------------
+# Candidates per (head dim, dtype), best guess first (what runs when tuning is off). Forward:
+# (BLOCK_M, BLOCK_N, warps, stages). Backward: (BLOCK_M1, BLOCK_N1, BLOCK_M2, BLOCK_N2, warps,
+# stages): 128-key blocks for dK, dV streamed in 32-query steps, 128-query blocks for dQ in 32-key
+# steps (BLOCK_N1 = BLOCK_M2 keeps the causal pairing balanced). fp32 tiles are twice the bytes and
+# take the exact ("ieee") dot, which runs on CUDA cores and needs far more registers: smaller tiles.
+# Checked by compiling for sm_90 without a GPU (python -m tools.flash_compile --arch 90 80
+# --all-candidates): every 16-bit first candidate spills no register, the others at most 64 bytes
+# a thread; settings that spilled hundreds of bytes were dropped.
+_FWD_16BIT = {
+    64: ((128, 64, 4, 3), (128, 64, 4, 4), (128, 128, 8, 3), (64, 64, 4, 4), (128, 32, 4, 4)),
+    128: ((128, 64, 8, 3), (128, 128, 8, 2), (128, 32, 4, 3), (64, 64, 4, 3), (64, 32, 4, 2)),
+}
+_BWD_16BIT = {
+    64: ((32, 128, 128, 32, 8, 3), (32, 128, 128, 32, 4, 3), (64, 128, 128, 64, 8, 2), (32, 64, 64, 32, 4, 3)),
+    128: ((32, 128, 128, 32, 8, 2), (64, 128, 128, 64, 8, 2), (32, 64, 64, 32, 4, 2), (16, 64, 64, 16, 4, 3)),
+}
+_FWD_FP32 = {
+    64: ((32, 32, 4, 2), (64, 32, 8, 2), (32, 64, 4, 2)),
+    128: ((32, 16, 4, 2), (16, 16, 4, 2), (32, 32, 8, 2)),
+}
+_BWD_FP32 = {
+    64: ((16, 32, 32, 16, 4, 2), (16, 64, 64, 16, 4, 2), (16, 64, 64, 16, 8, 2)),
+    128: ((16, 32, 32, 16, 4, 2), (16, 32, 32, 16, 8, 2), (16, 64, 64, 16, 8, 2)),
+}
+# The interpreter runs one program at a time in NumPy: one fixed, small, asymmetric setting.
+_FWD_INTERPRETED = ((32, 16, 1, 1),)
+_BWD_INTERPRETED = ((16, 32, 32, 16, 1, 1),)
+_FWD_KEYS = ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages")
+_BWD_KEYS = ("BLOCK_M1", "BLOCK_N1", "BLOCK_M2", "BLOCK_N2", "num_warps", "num_stages")
+AUTOTUNE_ENV = "ATTN_CORE_FLASH_AUTOTUNE"  # "0": take the first candidate, time nothing
+_LOG2E = math.log2(math.e)
 
-    causal: bool
-    sm_scale: float  # scale / temperature
-    d: int
-    d_pad: int
-    dtype: torch.dtype
-    interpreting: bool
-    block_m: int
-    block_n: int
-    num_warps: int
-    num_stages: int
 
-    def scalars(self) -> tuple[float, float]:
-        return self.sm_scale * math.log2(math.e), self.sm_scale  # exp(x * c) = 2^(x * c * log2 e)
-
-    def constants(self) -> dict:
-        return dict(
-            HEAD_DIM=self.d, HEAD_DIM_PAD=self.d_pad, BLOCK_M=self.block_m, BLOCK_N=self.block_n,
-            CAUSAL=self.causal,
-            DOT_PRECISION="ieee" if self.dtype == torch.float32 else None,  # fp32 stays fp32, no silent tf32
-            DOT_IN_FP32=self.interpreting and self.dtype == torch.bfloat16,
-            num_warps=self.num_warps, num_stages=self.num_stages,
-        )  # fmt: skip
-
-
-def _launches(d, dtype, causal, sm_scale, block_m, block_n) -> tuple[_Launch, _Launch]:
-    """(forward, backward) launch settings: small tiles for the interpreter, roomy ones on a GPU.
-
-    Forward, 16-bit: a 128 x d_pad fp32 accumulator needs 8 warps at d = 128 to stay in registers;
-    two stages of 64 x 128 K/V tiles plus the Q tile (96 KB) fit the ~100 KB of shared memory of
-    consumer GPUs. Backward holds two fp32 accumulators (dK, dV) of BLOCK_N x d_pad: BLOCK_N = 32
-    at d = 128 keeps them at 32 registers per thread. fp32 tiles are twice the bytes and take the
-    slower exact ("ieee") path: halve them.
-    """
-    interpreting = _mode()[0]
-    d_pad = max(MIN_HEAD_DIM, triton.next_power_of_2(d))
-    wide = d_pad > 64
+def _candidates(d_pad: int, dtype: torch.dtype, interpreting: bool) -> tuple[tuple[dict, ...], tuple[dict, ...]]:
+    """(forward, backward) candidate settings as kernel keyword arguments, best guess first."""
     if interpreting:
-        fwd, bwd = (16, 16, 1, 1), (16, 16, 1, 1)
-    elif dtype == torch.float32:
-        fwd, bwd = (64, 32, 4, 2), (32, 32, 4, 2)
+        fwd, bwd = _FWD_INTERPRETED, _BWD_INTERPRETED
     else:
-        fwd, bwd = (128, 64, 8 if wide else 4, 2 if wide else 3), (64, 32 if wide else 64, 8 if wide else 4, 2)
-    common = dict(causal=causal, sm_scale=sm_scale, d=d, d_pad=d_pad, dtype=dtype, interpreting=interpreting)
-    return tuple(
-        _Launch(**common, block_m=block_m or bm, block_n=block_n or bn, num_warps=w, num_stages=st)
-        for bm, bn, w, st in (fwd, bwd)
+        fwd, bwd = (_FWD_FP32, _BWD_FP32) if dtype == torch.float32 else (_FWD_16BIT, _BWD_16BIT)
+        fwd, bwd = fwd[max(64, d_pad)], bwd[max(64, d_pad)]
+    return tuple(dict(zip(_FWD_KEYS, c, strict=True)) for c in fwd), tuple(
+        dict(zip(_BWD_KEYS, c, strict=True)) for c in bwd
     )
 
 
-def _grid(z: int, n: int, block: int) -> tuple[int]:
-    return (triton.cdiv(n, block) * z,)  # 1-D: no 65535 limit on the batch x head axis
+def _override(fwd: dict, bwd: dict, block_m: int | None, block_n: int | None) -> tuple[dict, dict]:
+    """The first candidates with the caller's tiles: block_m for every query tile, block_n for every key tile."""
+    queries, keys = ("BLOCK_M", "BLOCK_M1", "BLOCK_M2"), ("BLOCK_N", "BLOCK_N1", "BLOCK_N2")
+    fixed = {**dict.fromkeys(queries, block_m), **dict.fromkeys(keys, block_n)}
+    return tuple({k: fixed.get(k) or v for k, v in c.items()} for c in (fwd, bwd))
 
 
-def _forward(q, k, v, cfg: _Launch) -> tuple[torch.Tensor, torch.Tensor]:
+def _shape_class(n: int) -> int:
+    """n rounded up to a power of two >= 16: lengths that share their best launch settings."""
+    return 1 << max(4, (n - 1).bit_length())
+
+
+def _even_fwd(n_q: int, n_k: int, s: dict) -> tuple[bool, bool]:
+    """(EVEN_M, EVEN_N): n_q, n_k multiples of the forward's query and key tiles."""
+    return n_q % s["BLOCK_M"] == 0, n_k % s["BLOCK_N"] == 0
+
+
+def _even_bwd(n_q: int, n_k: int, s: dict) -> tuple[bool, bool]:
+    """(EVEN_M, EVEN_N): n_q, n_k multiples of every query and key tile of the backward."""
+    return n_q % max(s["BLOCK_M1"], s["BLOCK_M2"]) == 0, n_k % max(s["BLOCK_N1"], s["BLOCK_N2"]) == 0
+
+
+class _Plan:
+    """What a launch needs besides the tensors, for one (device, dtype, d, causal, tile overrides, mode).
+
+    `chosen` maps (kernel, n_q class, n_k class) to the kernel keyword arguments picked for it.
+    """
+
+    def __init__(self, device, dtype, d, causal, block_m, block_n, interpreting):
+        d_pad = max(MIN_HEAD_DIM, triton.next_power_of_2(d))
+        self.device, self.dtype, self.d, self.causal = device, dtype, d, causal
+        self.constants = dict(
+            HEAD_DIM=d, HEAD_DIM_PAD=d_pad, CAUSAL=causal, EVEN_D=d == d_pad,
+            DOT_PRECISION="ieee" if dtype == torch.float32 else None,  # fp32 stays fp32, no silent tf32
+            DOT_IN_FP32=interpreting and dtype == torch.bfloat16,  # the interpreter multiplies bf16 bits
+        )  # fmt: skip
+        fwd, bwd = _candidates(d_pad, dtype, interpreting)
+        if block_m is not None or block_n is not None:
+            fwd, bwd = (tuple([c]) for c in _override(fwd[0], bwd[0], block_m, block_n))
+        self.candidates = {"fwd": fwd, "bwd": bwd}
+        self.delta_block = max(16, 4096 // d_pad)  # _attn_bwd_delta: memory-bound, ~32 fp32 values a thread
+        self.tune = not interpreting and os.environ.get(AUTOTUNE_ENV, "1").lower() not in ("0", "false", "off", "no")
+        self.chosen: dict[tuple, dict] = {}
+
+    def settings(self, kernel: str, n_q: int, n_k: int) -> dict | None:
+        return self.chosen.get((kernel, _shape_class(n_q), _shape_class(n_k)))
+
+    def fixed_settings(self, kernel: str, n_q: int, n_k: int) -> dict | None:
+        """The settings without timing anything, when there is nothing to choose (or tuning is off)."""
+        if self.tune and len(self.candidates[kernel]) > 1:
+            return None
+        return self.record(kernel, n_q, n_k, self.candidates[kernel][0])
+
+    def record(self, kernel: str, n_q: int, n_k: int, config: dict) -> dict:
+        settings = {**self.constants, **config}
+        self.chosen[(kernel, _shape_class(n_q), _shape_class(n_k))] = settings
+        return settings
+
+
+_PLANS: dict[tuple, _Plan] = {}
+
+
+def _plan(device, dtype, d, causal, block_m, block_n) -> _Plan:
+    """The cached plan; on a key's first call, check that the kernels can run at all (no check after that)."""
+    key = (device, dtype, d, causal, block_m, block_n, _mode() if triton is not None else None)
+    plan = _PLANS.get(key)
+    if plan is None:
+        _require_runnable(device)
+        plan = _PLANS[key] = _Plan(device, dtype, d, causal, block_m, block_n, key[-1][0])
+    return plan
+
+
+def launch_settings() -> list[dict]:
+    """Every launch setting chosen so far in this process (for tools/gpu_check.py and curious readers)."""
+    return [
+        dict(kernel=kernel, device=str(p.device), dtype=str(p.dtype).removeprefix("torch."), d=p.d, causal=p.causal,
+             n_q_class=nq, n_k_class=nk, **{k: v for k, v in s.items() if k in _FWD_KEYS + _BWD_KEYS})
+        for p in _PLANS.values()
+        for (kernel, nq, nk), s in p.chosen.items()
+    ]  # fmt: skip
+
+
+_KERNELS = None
+
+
+def _kernels():
+    """attn_core._flash_kernels, imported on the first launch (after _require_runnable checked the mode)."""
+    global _KERNELS
+    if _KERNELS is None:
+        from attn_core import _flash_kernels
+
+        _KERNELS = _flash_kernels
+    return _KERNELS
+
+
+def _autotuned(kernel, candidates: tuple[dict, ...], even):
+    """triton.autotune over `candidates`, keyed by the exact lengths (our own cache keys by class)."""
+    configs = [
+        triton.Config({k: v for k, v in c.items() if k.isupper()}, num_warps=c["num_warps"], num_stages=c["num_stages"])
+        for c in candidates
+    ]
+    extra = {"cache_results": True} if "cache_results" in inspect.signature(triton.autotune).parameters else {}
+    return triton.autotune(configs=configs, key=["N_Q", "N_K"], **extra)(
+        triton.heuristics(
+            {
+                "EVEN_M": lambda a: even(a["N_Q"], a["N_K"], a)[0],
+                "EVEN_N": lambda a: even(a["N_Q"], a["N_K"], a)[1],
+            }
+        )(kernel)
+    )
+
+
+def _launch(plan: _Plan, name: str, kernel, grid, args: tuple, n_q: int, n_k: int, even) -> None:
+    """Launch with the class's cached settings; on a class's first call, tune (CUDA) or take the first candidate."""
+    settings = plan.settings(name, n_q, n_k) or plan.fixed_settings(name, n_q, n_k)
+    if settings is not None:
+        even_m, even_n = even(n_q, n_k, settings)
+        kernel[grid(settings)](*args, EVEN_M=even_m, EVEN_N=even_n, **settings)
+        return
+    tuner = _autotuned(kernel, plan.candidates[name], even)
+    tuner[grid](*args, **plan.constants)  # times every candidate, then runs the best: the outputs are valid
+    best = tuner.best_config
+    plan.record(name, n_q, n_k, {**best.kwargs, "num_warps": best.num_warps, "num_stages": best.num_stages})
+
+
+_SAME_DEVICE = contextlib.nullcontext()
+
+
+def _on_device(device: torch.device):
+    """Triton launches on the current CUDA device: make it the tensors' own."""
+    if device.type == "cuda" and device.index is not None and device.index != torch.cuda.current_device():
+        return torch.cuda.device(device)
+    return _SAME_DEVICE
+
+
+def _forward(q, k, v, plan: _Plan, sm_scale: float) -> tuple[torch.Tensor, torch.Tensor]:
     """(out (Z, n_q, d), lse (Z, n_q) fp32, in log2 units) for q (Z, n_q, d), k, v (Z, n_k, d)."""
-    (z, n_q, _), n_k = q.shape, k.shape[1]
-    out = torch.empty_like(q, memory_format=torch.contiguous_format)
+    (z, n_q, d), n_k = q.shape, k.shape[1]
+    out = torch.empty((z, n_q, d), dtype=q.dtype, device=q.device)
     lse = torch.empty((z, n_q), dtype=torch.float32, device=q.device)
     if z:
-        _jitted(_flash_fwd_kernel, cfg.interpreting)[_grid(z, n_q, cfg.block_m)](
-            q, k, v, out, lse, *q.stride(), *k.stride(), *v.stride(), n_q, n_k, cfg.scalars()[0], **cfg.constants()
-        )
+        args = (q, k, v, out, lse, *q.stride(), *k.stride(), *v.stride(), n_q, n_k, sm_scale * _LOG2E)
+        with _on_device(q.device):
+            _launch(plan, "fwd", _kernels()._attn_fwd, lambda s: (-(-n_q // s["BLOCK_M"]) * z,), args,
+                    n_q, n_k, _even_fwd)  # fmt: skip
     return out, lse
 
 
-def _backward(q, k, v, out, lse, dout, cfg: _Launch) -> tuple[torch.Tensor, ...]:
+def _backward(q, k, v, out, lse, dout, plan: _Plan, sm_scale: float) -> tuple[torch.Tensor, ...]:
     """(dq, dk, dv), each (Z, n, d) contiguous, from the saved forward and dout (Z, n_q, d) contiguous."""
     (z, n_q, _), n_k = q.shape, k.shape[1]
-    delta = (dout.float() * out.float()).sum(dim=-1)  # (Z, n_q): D_i = rowsum(dO * O)
-    dq, dk, dv = (torch.empty_like(x, memory_format=torch.contiguous_format) for x in (q, k, v))
-    if z:
-        args = (*q.stride(), *k.stride(), *v.stride(), n_q, n_k, *cfg.scalars())
-        _jitted(_flash_bwd_dkdv_kernel, cfg.interpreting)[_grid(z, n_k, cfg.block_n)](
-            q, k, v, dout, lse, delta, dk, dv, *args, **cfg.constants()
-        )
-        _jitted(_flash_bwd_dq_kernel, cfg.interpreting)[_grid(z, n_q, cfg.block_m)](
-            q, k, v, dout, lse, delta, dq, *args, **cfg.constants()
-        )
+    dq, dk, dv = (torch.empty(x.shape, dtype=x.dtype, device=x.device) for x in (q, k, v))
+    if not z:
+        return dq, dk, dv
+    kernels, c = _kernels(), plan.constants
+    delta = torch.empty((z, n_q), dtype=torch.float32, device=q.device)  # D_i = rowsum(dO * O)
+    with _on_device(q.device):
+        kernels._attn_bwd_delta[(-(-z * n_q // plan.delta_block),)](
+            out, dout, delta, z * n_q, HEAD_DIM=c["HEAD_DIM"], HEAD_DIM_PAD=c["HEAD_DIM_PAD"], BLOCK=plan.delta_block,
+            EVEN_D=c["EVEN_D"],
+        )  # fmt: skip
+        args = (q, k, v, dout, lse, delta, dq, dk, dv, *q.stride(), *k.stride(), *v.stride(), n_q, n_k,
+                sm_scale * _LOG2E, sm_scale)  # fmt: skip
+
+        def grid(s):
+            return (max(-(-n_k // s["BLOCK_N1"]), -(-n_q // s["BLOCK_M2"])) * z,)  # ceil divisions
+
+        _launch(plan, "bwd", kernels._attn_bwd, grid, args, n_q, n_k, _even_bwd)
     return dq, dk, dv
 
 
@@ -383,15 +330,15 @@ class _FlashAttention(torch.autograd.Function):
     """The Triton forward, with a Triton backward that recomputes the weights tile by tile."""
 
     @staticmethod
-    def forward(ctx, q, k, v, fwd: _Launch, bwd: _Launch):
-        out, lse = _forward(q, k, v, fwd)
+    def forward(ctx, q, k, v, plan: _Plan, sm_scale: float):
+        out, lse = _forward(q, k, v, plan, sm_scale)
         ctx.save_for_backward(q, k, v, out, lse)  # O(n) extra: lse, not the n_q x n_k weights
-        ctx.bwd = bwd
+        ctx.plan, ctx.sm_scale = plan, sm_scale
         return out
 
     @staticmethod
     def backward(ctx, dout):
-        dq, dk, dv = _backward(*ctx.saved_tensors, dout.contiguous(), ctx.bwd)
+        dq, dk, dv = _backward(*ctx.saved_tensors, dout.contiguous(), ctx.plan, ctx.sm_scale)
         return dq, dk, dv, None, None
 
 
@@ -400,15 +347,23 @@ def flash_attention(q, k, v, *, causal=False, scale=None, temperature=1.0, block
 
     q (..., n_q, d), k (..., n_k, d), v (..., n_k, d), the same leading shape, 16 <= d <= 128,
     float16/bfloat16/float32. `causal=True`: key j visible to query i iff j <= i (top-left, like
-    SDPA's `is_causal`). `block_m`/`block_n` override the tile sizes (powers of two >= 16).
+    SDPA's `is_causal`). `block_m`/`block_n` fix every query/key tile size (powers of two >= 16)
+    instead of the tuned ones.
     """
     d = _check_inputs(q, k, v, causal)
-    scale = resolve_scale(scale, d)
-    temperature = check_positive("temperature", temperature)
-    block_m = None if block_m is None else _check_block("block_m", block_m)
-    block_n = None if block_n is None else _check_block("block_n", block_n)
-    _require_runnable(q.device)
-    fwd, bwd = _launches(d, q.dtype, causal, scale / temperature, block_m, block_n)
-    z = math.prod(q.shape[:-2])
-    q3, k3, v3 = (x.reshape(z, x.shape[-2], d) for x in (q, k, v))  # (Z, n, d), views when possible
-    return _FlashAttention.apply(q3, k3, v3, fwd, bwd).reshape(q.shape)  # (..., n_q, d)
+    sm_scale = resolve_scale(scale, d) / check_positive("temperature", temperature)
+    if block_m is not None:
+        _check_block("block_m", block_m)
+    if block_n is not None:
+        _check_block("block_n", block_n)
+    plan = _plan(q.device, q.dtype, d, causal, block_m, block_n)
+    if q.dim() == 3:
+        q3, k3, v3 = q, k, v
+    else:
+        z = math.prod(q.shape[:-2])
+        q3, k3, v3 = (x.reshape(z, x.shape[-2], d) for x in (q, k, v))  # (Z, n, d), views when possible
+    if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
+        out = _FlashAttention.apply(q3, k3, v3, plan, sm_scale)
+    else:  # inference: no autograd node, nothing saved
+        out, _ = _forward(q3, k3, v3, plan, sm_scale)
+    return out if q.dim() == 3 else out.view(q.shape)  # (..., n_q, d)

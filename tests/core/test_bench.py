@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -171,6 +172,8 @@ def test_peak_of_allocate_then_free_everything_is_the_total(sizes):
         ("block_q", 0),
         ("block_k", True),
         ("seed", -1),
+        ("mode", "bwd"),
+        ("tokens", 0),
     ],
 )
 def test_bad_config_names_the_field(field, value):
@@ -190,7 +193,7 @@ def test_hardware_info_and_markdown(small_rows):
         assert key in info
     table = markdown_table(small_rows).splitlines()
     assert len(table) == 2 + len(small_rows)
-    assert table[2].startswith("| naive | 64 |")
+    assert table[2].startswith("| naive | 64 | 1 | False | fwd |")
 
 
 def test_cli_writes_csv_and_json(tmp_path):
@@ -233,3 +236,62 @@ def test_cli_rejects_bad_config():
     cmd = [sys.executable, "-m", "attn_core.bench", "--n", "0"]
     done = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 2 and "ns must be an integer >= 1" in done.stderr
+
+
+def test_forward_backward_mode_counts_three_and_a_half_forwards():
+    rows = run_benchmark(small(ns=(64,), repeats=1, mode="fwd_bwd", causal=True))
+    assert [r["status"] for r in rows] == ["ok"] * 4
+    assert {r["mode"] for r in rows} == {"fwd_bwd"}
+    for r in rows:
+        flops = attention_flops(r["batch"], r["heads"], 64, 16, r["causal"], "fwd_bwd")
+        assert flops == 7 * attention_flops(r["batch"], r["heads"], 64, 16, r["causal"]) // 2
+        assert r["tflops"] == pytest.approx(flops / (r["time_ms_median"] * 1e-3) / 1e12)
+    # the fixed output gradient (q's shape and dtype) is an input of every fwd_bwd entry
+    assert rows[0]["input_bytes"] == 4 * 2 * 64 * 16 * 4
+
+
+def test_forward_backward_call_returns_the_gradients():
+    config = small(mode="fwd_bwd")
+    q, k, v = bench._inputs(config, 32)
+    call, extra = bench._make_call("tiled", q, k, v, config)
+    with torch.no_grad():  # as the harness times it
+        dq, dk, dv = call()
+    assert dq.shape == q.shape and dk.shape == k.shape and dv.shape == v.shape
+    assert extra == q.numel() * q.element_size()
+    assert not q.requires_grad  # the harness's inputs are left alone
+
+
+def test_tokens_fix_batch_times_n_and_rows_compare_with_sdpa():
+    rows = run_benchmark(small(ns=(32, 64), tokens=128, repeats=1, methods=("tiled", "sdpa")))
+    assert [(r["n"], r["batch"]) for r in rows] == [(32, 4), (32, 4), (64, 2), (64, 2)]
+    for r in rows:
+        assert r["theory_scores_bytes"] == r["batch"] * 2 * r["n"] ** 2 * 4
+        sdpa = next(s for s in rows if s["method"] == "sdpa" and s["n"] == r["n"])
+        assert r["tflops_vs_sdpa"] == pytest.approx(r["tflops"] / sdpa["tflops"])
+    assert BenchConfig(tokens=100).at_length(1000).batch == 1  # never below one sequence
+
+
+def test_cli_fa2_convention(tmp_path):
+    out_json = tmp_path / "fa2.json"
+    bench.main(["--fa2", "--d", "512", "--n", "16", "32", "--methods", "sdpa", "--repeats", "1", "--no-progress",
+                "--mode", "fwd_bwd", "--json", str(out_json)])  # fmt: skip
+    data = json.loads(out_json.read_text())
+    assert [(r["n"], r["batch"], r["heads"], r["mode"]) for r in data["rows"]] == [
+        (16, 1024, 4, "fwd_bwd"),
+        (32, 512, 4, "fwd_bwd"),
+    ]
+    assert json.loads(data["header"]["config"])["tokens"] == 16384
+
+
+def test_cli_fa2_needs_a_head_dim_dividing_2048(capsys):
+    with pytest.raises(SystemExit):
+        bench.main(["--fa2", "--d", "48"])
+    assert "divides 2048" in capsys.readouterr().err
+
+
+def test_budget_counts_the_backwards_score_copies():
+    # fwd_bwd: naive holds ~6 score matrices, naive_masked ~7 (measured); 2*128*128*4 B = 128 KiB each
+    rows = run_benchmark(small(ns=(128,), repeats=1, mode="fwd_bwd", memory_budget_mb=0.8))
+    status = {r["method"]: r["status"] for r in rows}
+    assert status["naive"] == "ok"
+    assert status["naive_masked"].startswith("skipped: naive_masked holds ~7 score copies")

@@ -6,11 +6,13 @@ tails (n = 37, 100), padded head dims (24, 48) and cross attention (n_q != n_k).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -21,6 +23,7 @@ from hypothesis import strategies as st
 _saved_env = os.environ.get("TRITON_INTERPRET")
 os.environ["TRITON_INTERPRET"] = "1"  # Triton picks interpreter or compiler when first imported
 try:
+    triton = pytest.importorskip("triton")
     pytest.importorskip("triton.language")
 finally:  # the rest of the session sees the variable as it was: CPU flash unavailable there
     if _saved_env is None:
@@ -28,8 +31,8 @@ finally:  # the rest of the session sees the variable as it was: CPU flash unava
     else:
         os.environ["TRITON_INTERPRET"] = _saved_env
 
-from attn_core import causal_mask, naive_attention  # noqa: E402
-from attn_core.flash_triton import flash_attention, flash_available  # noqa: E402
+from attn_core import causal_mask, flash_triton, naive_attention  # noqa: E402
+from attn_core.flash_triton import flash_attention, flash_available, launch_settings  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -188,6 +191,202 @@ def test_causal_never_reads_key_tiles_past_the_diagonal():
     for x, y in zip((out, dq, dk[..., :16, :], dv[..., :16, :]), want, strict=True):
         torch.testing.assert_close(x, y, atol=2e-5, rtol=1e-5)
     assert not dk[..., 16:, :].any() and not dv[..., 16:, :].any()
+
+
+# The kernels choose their loops from constexpr shape facts - EVEN_M (n_q a multiple of every query
+# tile), EVEN_N (n_k of every key tile), EVEN_D (d a power of two) - and split causal loops into
+# interior tiles (no mask at all) and the tiles the diagonal crosses (masked). Each case names the
+# path it takes; output and all three gradients are checked against autograd of naive attention.
+_PATHS = {
+    "even, causal, diagonal = one tile": (64, 64, 32, True, 16, 16),
+    "even, causal, diagonal spans two key tiles": (64, 64, 64, True, 32, 16),
+    "even, causal, key tiles wider than query blocks": (64, 64, 16, True, 16, 32),
+    "even, not causal: no masked loop at all": (64, 96, 32, False, 32, 32),
+    "even, causal, n_q > n_k: late query blocks unmasked": (96, 64, 32, True, 32, 16),
+    "even, causal, n_q < n_k: key blocks no query sees": (32, 96, 32, True, 16, 16),
+    "one past a multiple: ragged last tiles": (65, 65, 32, True, 16, 16),
+    "odd lengths, d = 80 padded to 128": (63, 33, 80, True, 32, 16),
+    "odd lengths, d = 128, not causal": (33, 63, 128, False, 16, 32),
+    "lengths below one tile": (7, 5, 16, True, 32, 32),
+}
+
+
+@pytest.mark.parametrize("path", list(_PATHS))
+def test_every_loop_path_matches_naive_forward_and_backward(path):
+    n_q, n_k, d, causal, block_m, block_n = _PATHS[path]
+    q, k, v = _qkv((2,), n_q, n_k, d, seed=n_q + n_k)
+    d_out = torch.randn(q.shape, generator=torch.Generator().manual_seed(3))
+    mask = causal_mask(n_q, n_k) if causal else None
+    got = _gradients(
+        lambda q, k, v: flash_attention(q, k, v, causal=causal, block_m=block_m, block_n=block_n), q, k, v, d_out
+    )
+    want = _gradients(lambda q, k, v: naive_attention(q, k, v, mask)[0], q, k, v, d_out)
+    for name, x, y in zip(("out", "dq", "dk", "dv"), got, want, strict=True):
+        torch.testing.assert_close(x, y, atol=2e-5, rtol=1e-5, msg=lambda m, name=name: f"{name}: {m}")
+
+
+@pytest.mark.parametrize("d", [16, 24, 48, 64, 80, 128])
+def test_head_dims_with_default_tiles(d):
+    """Without block overrides the interpreter runs its asymmetric default (forward 32 x 16; backward
+    16-query steps over 32-key blocks, 16-key steps over 32-query blocks), on an odd length."""
+    q, k, v = _qkv((1, 2), 45, 45, d, seed=d)
+    d_out = torch.randn(q.shape, generator=torch.Generator().manual_seed(d))
+    got = _gradients(lambda q, k, v: flash_attention(q, k, v, causal=True), q, k, v, d_out)
+    want = _gradients(lambda q, k, v: naive_attention(q, k, v, causal_mask(45))[0], q, k, v, d_out)
+    for name, x, y in zip(("out", "dq", "dk", "dv"), got, want, strict=True):
+        torch.testing.assert_close(x, y, atol=2e-5, rtol=1e-5, msg=lambda m, name=name: f"{name}: {m}")
+
+
+def _cuda_tilings() -> list[tuple[dict, dict]]:
+    """Each distinct (forward, backward) tiling among the CUDA candidates, any head dim or dtype."""
+    fwds, bwds = {}, {}
+    for d in (64, 128):
+        for dtype in (torch.float16, torch.float32):
+            fwd, bwd = flash_triton._candidates(d, dtype, False)
+            fwds |= {(c["BLOCK_M"], c["BLOCK_N"]): c for c in fwd}
+            bwds |= {tuple(v for key, v in c.items() if key.isupper()): c for c in bwd}
+    fwd, bwd = list(fwds.values()), list(bwds.values())
+    return [(fwd[i % len(fwd)], bwd[i % len(bwd)]) for i in range(max(len(fwd), len(bwd)))]
+
+
+@pytest.mark.parametrize(
+    "fwd, bwd", _cuda_tilings(), ids=lambda c: "x".join(str(v) for k, v in c.items() if k.isupper())
+)
+def test_every_cuda_tiling_matches_naive(fwd, bwd):
+    """The tiles the GPU may tune to (128-row blocks, 32-row steps, ...), on a causal length that is a
+    multiple of none of them (ragged last tiles, a diagonal through the middle of 128-blocks)."""
+    from tools.gpu_check import _forced
+
+    for n in (140,):
+        q, k, v = _qkv((1,), n, n, 32, seed=n)
+        d_out = torch.randn(q.shape, generator=torch.Generator().manual_seed(1))
+        with _forced(flash_triton, fwd, bwd):
+            got = _gradients(lambda q, k, v: flash_attention(q, k, v, causal=True), q, k, v, d_out)
+        mask = causal_mask(n)
+        want = _gradients(lambda q, k, v, mask=mask: naive_attention(q, k, v, mask)[0], q, k, v, d_out)
+        for name, x, y in zip(("out", "dq", "dk", "dv"), got, want, strict=True):
+            torch.testing.assert_close(x, y, atol=3e-5, rtol=1e-5, msg=lambda m, s=f"n={n} {name}": f"{s}: {m}")
+
+
+class _Recorder:
+    """Stands in for attn_core._flash_kernels: records each launch's grid and keywords; runs it if `run`."""
+
+    def __init__(self, real, run: bool):
+        self.real, self.run, self.launches = real, run, []
+
+    def __getattr__(self, name):
+        recorder = self
+
+        class _Kernel:
+            def __getitem__(self, grid):
+                def launch(*args, **kwargs):
+                    recorder.launches.append((name, grid, kwargs))
+                    if recorder.run:
+                        getattr(recorder.real, name)[grid](*args, **kwargs)
+
+                return launch
+
+        return _Kernel()
+
+
+@pytest.fixture
+def recorder(monkeypatch):
+    real = flash_triton._kernels()
+
+    def install(run=True):
+        rec = _Recorder(real, run)
+        monkeypatch.setattr(flash_triton, "_kernels", lambda: rec)
+        return rec
+
+    return install
+
+
+@pytest.mark.parametrize(
+    "n_q, n_k, d, even",
+    [(64, 32, 32, (True, True, True)), (65, 32, 32, (False, True, True)), (64, 33, 24, (True, False, False))],
+)
+def test_even_flags_and_grids_follow_the_shapes(recorder, n_q, n_k, d, even):
+    rec = recorder()
+    q, k, v = (x.requires_grad_() for x in _qkv((3,), n_q, n_k, d))
+    flash_attention(q, k, v, causal=True, block_m=32, block_n=16).sum().backward()
+    (fwd, fwd_grid, fwd_kw), (delta, _, _), (bwd, bwd_grid, bwd_kw) = rec.launches
+    assert (fwd, delta, bwd) == ("_attn_fwd", "_attn_bwd_delta", "_attn_bwd")
+    for kw in (fwd_kw, bwd_kw):
+        assert (kw["EVEN_M"], kw["EVEN_N"], kw["EVEN_D"]) == even
+    assert fwd_grid == (3 * -(-n_q // 32),)  # one program per (slice, query block)
+    assert bwd_grid == (3 * max(-(-n_k // 16), -(-n_q // 32)),)  # one per (slice, key block j, query block j)
+
+
+def test_launch_settings_are_cached_per_shape_class(recorder):
+    """Lengths 33 and 60 share class 64 and so one cached entry; 65 is class 128. No grad: forward only."""
+    rec = recorder()
+    before = {tuple(sorted(s.items())) for s in launch_settings()}
+    for n in (33, 60, 65):
+        flash_attention(*_qkv((1,), n, n, 56), causal=False)
+    new = [s for s in launch_settings() if tuple(sorted(s.items())) not in before]
+    assert sorted((s["kernel"], s["n_q_class"], s["n_k_class"], s["d"]) for s in new) == [
+        ("fwd", 64, 64, 56),
+        ("fwd", 128, 128, 56),
+    ]
+    assert [name for name, _, _ in rec.launches] == ["_attn_fwd"] * 3
+
+
+def _timed_once(kernel_call, quantiles):
+    """triton.autotune's benchmark, on the CPU: one timed call (the interpreter has no GPU driver)."""
+    start = time.perf_counter()
+    kernel_call()
+    return [time.perf_counter() - start] * len(quantiles)
+
+
+def test_tuning_picks_a_candidate_and_caches_it(monkeypatch):
+    """The CUDA path on a class's first call: triton.autotune times every candidate, runs the best,
+    and the plan records it; here two candidates each way, timed on the CPU."""
+    monkeypatch.setattr(flash_triton.triton, "autotune", functools.partial(triton.autotune, do_bench=_timed_once))
+    q, k, v = _qkv((2,), 70, 70, 40)
+    plan = flash_triton._plan(q.device, q.dtype, 40, True, None, None)
+    fwd = tuple(dict(zip(flash_triton._FWD_KEYS, c, strict=True)) for c in ((32, 16, 1, 1), (16, 32, 1, 1)))
+    bwd = tuple(
+        dict(zip(flash_triton._BWD_KEYS, c, strict=True)) for c in ((16, 32, 32, 16, 1, 1), (16, 16, 16, 16, 1, 1))
+    )
+    monkeypatch.setattr(plan, "candidates", {"fwd": fwd, "bwd": bwd})
+    monkeypatch.setattr(plan, "tune", True)
+    monkeypatch.setattr(plan, "chosen", {})
+    d_out = torch.randn(q.shape, generator=torch.Generator().manual_seed(2))
+    for _ in range(2):  # the second call reuses the choice
+        got = _gradients(lambda q, k, v: flash_attention(q, k, v, causal=True), q, k, v, d_out)
+        want = _gradients(lambda q, k, v: naive_attention(q, k, v, causal_mask(70))[0], q, k, v, d_out)
+        for x, y in zip(got, want, strict=True):
+            torch.testing.assert_close(x, y, atol=2e-5, rtol=1e-5)
+    chosen = {kernel: settings for (kernel, _, _), settings in plan.chosen.items()}
+    assert set(plan.chosen) == {("fwd", 128, 128), ("bwd", 128, 128)}
+    assert {k: chosen["fwd"][k] for k in fwd[0]} in fwd
+    assert {k: chosen["bwd"][k] for k in bwd[0]} in bwd
+
+
+def test_no_autograd_graph_without_grad():
+    q, k, v = _qkv((2,), 20, 20, 16)
+    assert flash_attention(q, k, v).grad_fn is None
+    q.requires_grad_()
+    assert flash_attention(q, k, v).grad_fn is not None
+    with torch.no_grad():
+        assert flash_attention(q, k, v).grad_fn is None
+
+
+def _refuse(*args, **kwargs):
+    raise AssertionError("the flash path must not wait for the device")
+
+
+def test_wrapper_never_reads_tensor_values(recorder, monkeypatch):
+    """Every call that copies a value to the host (and so waits for a GPU) raises here; the kernels
+    are stubbed, so only the wrapper's own Python runs, forward and backward."""
+    recorder(run=False)
+    for name in ("item", "tolist", "numpy", "cpu", "__bool__", "__float__", "__int__"):
+        monkeypatch.setattr(torch.Tensor, name, _refuse)
+    for name in ("isfinite", "isnan", "isinf", "equal", "allclose"):
+        monkeypatch.setattr(torch, name, _refuse)
+    q, k, v = (x.requires_grad_() for x in _qkv((2, 2), 40, 30, 32, torch.float16))
+    out = flash_attention(q, k, v, causal=True, temperature=0.5)
+    torch.autograd.grad(out, (q, k, v), torch.ones_like(out))
 
 
 @pytest.mark.parametrize("lead", [(), (3,), (2, 1, 2), (0, 2)])
