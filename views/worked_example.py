@@ -30,6 +30,8 @@ def claims_shown(seed_value: int, verdicts: tuple, files: tuple, text: dict) -> 
             "why": [fill(text["why"][key], facts) for key, facts in zip(rows.key, rows.facts, strict=True)],
         }
     )
+
+
 LIMIT = int(tables.MAX_ABS_ENTRY)
 
 
