@@ -28,6 +28,7 @@ import asyncio
 import collections
 import contextlib
 import datetime
+import os
 import pathlib
 import re
 import shlex
@@ -267,12 +268,20 @@ async def sticky_sessions(
     return results, downloads, wall_s
 
 
+def backend_rss(lec: Lecture) -> dict[str, float]:
+    """Each app process's RSS with its children, in MB, by backend address."""
+    from tools.load_test import tree_rss_mb
+
+    return {b.url.removeprefix("http://"): tree_rss_mb(b.proc.pid) for b in lec.backends}
+
+
 def nginx_version() -> str:
     out = subprocess.run([nginx_binary(), "-v"], capture_output=True, text=True, check=False)
-    return (out.stderr or out.stdout).strip().removeprefix("nginx version: ")
+    return (out.stderr or out.stdout).strip().removeprefix("nginx version: ").removeprefix("nginx/")
 
 
-def report(args, lec: Lecture, results, downloads, wall_s: float, spread: Spread, command: str) -> tuple[str, bool]:
+def report(args, lec: Lecture, results, downloads, wall_s: float, spread: Spread, state: dict, command: str):
+    """The Markdown report and whether every check passed. `state`: load averages and each backend's RSS."""
     from tools.load_test import machine, percentile
 
     done = [t for r in results for _, _, t in r.changes]
@@ -292,7 +301,7 @@ def report(args, lec: Lecture, results, downloads, wall_s: float, spread: Spread
         (
             "every route (browser) stuck to one backend",
             not spread.split_routes,
-            f"{spread.routes} routes, {len(spread.split_routes)} split",
+            f"{spread.routes} routes (the sessions' and the tool's start-up check), {len(spread.split_routes)} split",
         ),
         (
             "every session's download reached the process that made it",
@@ -308,7 +317,8 @@ def report(args, lec: Lecture, results, downloads, wall_s: float, spread: Spread
         "",
         f"- date: {datetime.datetime.now().astimezone():%Y-%m-%d %H:%M %Z}",
         f"- machine: {m['nproc']} CPUs ({m['cpu']}), {m['memory']} RAM, shared with other agents' work while "
-        "it ran (timings are noisy; the point of this run is the spread and that nothing is lost)",
+        f"it ran: load average {state['load_before']:.1f} before the sessions, {state['load_after']:.1f} after "
+        "(timings are noisy; the point of this run is the spread and that nothing is lost)",
         f"- versions: python {m['python']}, streamlit {m['streamlit']}, torch {m['torch']}, nginx {nginx_version()}",
         f"- command: `{command}`",
         f"- set-up: {len(lec.backends)} × `streamlit run app.py` on loopback ports behind nginx "
@@ -318,7 +328,9 @@ def report(args, lec: Lecture, results, downloads, wall_s: float, spread: Spread
         f"({pace}); wall time {wall_s:.0f} s; {len(done) / wall_s:.2f} finished reruns per second",
         "- each session: GET / through nginx (keeps the `ae_route` cookie), websocket with that cookie, its "
         "changes; then, once all sessions had made theirs and with all still connected, one export (CSV or SVG) "
-        "made by its server process and fetched through nginx with the cookie",
+        "made by its server process and fetched through nginx with the cookie (not during the changes: Streamlit 1.67 "
+        "deletes a deferred download's file once two script runs of any session have ended after it was made, so "
+        "a download fetched while other sessions rerun can answer 404 even from a single process)",
         "",
         "| check | met | measured |",
         "| --- | --- | --- |",
@@ -326,9 +338,15 @@ def report(args, lec: Lecture, results, downloads, wall_s: float, spread: Spread
         "",
         "## Per backend (from nginx's access log, `upstream=$upstream_addr`)",
         "",
-        "| backend | websocket sessions | downloads served (200) |",
-        "| --- | ---: | ---: |",
-        *[f"| {b} | {n} | {spread.downloads.get(b, 0)} |" for b, n in spread.websockets.items()],
+        "| backend | websocket sessions | downloads served (200) | RSS after warm-up MB | RSS after the run MB |",
+        "| --- | ---: | ---: | ---: | ---: |",
+        *[
+            f"| {b} | {n} | {spread.downloads.get(b, 0)} | {state['rss_warm'][b]:.0f} | {state['rss_end'][b]:.0f} |"
+            for b, n in spread.websockets.items()
+        ],
+        "",
+        "RSS: the app process and its children, from /proc, after one warm-up session per backend visited every "
+        "page directly (not through nginx), and after the last session closed.",
         "",
         "## Change → rerun time (websocket: sending the rerun to `script_finished`)",
         "",
@@ -378,6 +396,8 @@ def main() -> None:
                     time.sleep(3600)
             return
         asyncio.run(warm(lec.backends, args.pages))
+        names = [b.url.removeprefix("http://") for b in lec.backends]
+        state = {"rss_warm": backend_rss(lec), "load_before": os.getloadavg()[0]}
         pace = Pace(
             think=tuple(args.think) if args.think else None,
             switch_share=args.switch_share if args.think else None,
@@ -387,9 +407,9 @@ def main() -> None:
             lec.url, args.sessions, args.changes, pace, args.action_timeout, args.global_timeout, args.seed
         )
         results, downloads, wall_s = asyncio.run(run)
-        names = [b.url.removeprefix("http://") for b in lec.backends]
+        state |= {"rss_end": backend_rss(lec), "load_after": os.getloadavg()[0]}
         spread = spread_when_logged(lec.access_log, names, args.sessions)
-        text, ok = report(args, lec, results, downloads, wall_s, spread, command)
+        text, ok = report(args, lec, results, downloads, wall_s, spread, state, command)
     print(text)
     if args.out:
         args.out.write_text(text)
