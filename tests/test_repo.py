@@ -23,7 +23,7 @@ def test_ci_runs_the_readme_test_command_in_a_fresh_venv():
     assert out.stdout.strip() == readme_command("test")
     assert "python3 .ci/readme_command.py test" in ci and 'bash -c "$test_command"' in ci
     assert "rm -rf .ci-venv" in ci and "python3 -m venv .ci-venv" in ci
-    assert "apt-get install" in ci and "chromium" in ci
+    assert "apt-get install" in ci and "chromium" in ci and "nginx" in ci
 
 
 def test_requirements_are_pinned_and_dev_includes_app():

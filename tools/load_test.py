@@ -199,14 +199,20 @@ async def run_session(browser, url, idx, changes, timeout_ms, seed, result, pace
         await context.close()
 
 
-async def run_ws_session(url, idx, changes, timeout_s, seed, result, pace: Pace = CLOSED_LOOP) -> None:
-    """One student over Streamlit's websocket protocol (tools/ws_client.py): the same mix of changes."""
+async def run_ws_session(
+    url, idx, changes, timeout_s, seed, result, pace: Pace = CLOSED_LOOP, cookies: bool = False, finish=None
+) -> None:
+    """One student over Streamlit's websocket protocol (tools/ws_client.py): the same mix of changes.
+
+    `cookies`: load the page over HTTP first and carry its cookies, as a browser does (sticky sessions behind
+    nginx need them). `finish`: an async callable given the open session and `result` after the last change.
+    """
     from tools.ws_client import WsSession
 
     rng = random.Random(seed * 1000 + idx)
     pages = pace.round_of_pages(idx)
     try:
-        async with WsSession(url) as session:
+        async with WsSession(url, cookies=cookies) as session:
             await session.rerun(pages[0], timeout=timeout_s)
             for c in range(changes):
                 step = None if pace.switch(c, rng) else session.pick_change(rng)
@@ -227,6 +233,8 @@ async def run_ws_session(url, idx, changes, timeout_s, seed, result, pace: Pace 
                 result.changes.append((kind, f"session {idx}: {what}", run.seconds))
                 result.errors += [f"session {idx} change {c} ({what}): {e}" for e in run.errors]
                 await pace.think_after(rng)
+            if finish is not None:
+                await finish(session, result)
     except Exception as e:  # noqa: BLE001 - the session could not go on
         result.errors.append(f"session {idx}: {type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}")
 

@@ -47,22 +47,41 @@ def streamlit_server(start_timeout: float = 60.0) -> Iterator[Server]:
     The server's output goes to a temporary file, not a pipe: a pipe nobody reads fills up and
     blocks a long-running server. Raises RuntimeError, with the log, if it does not come up.
     """
-    port = free_port()
-    cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true"]
-    cmd += ["--server.port", str(port), "--server.address", "127.0.0.1"]
-    with tempfile.TemporaryFile(mode="w+") as log:
-        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, text=True)
+    with streamlit_servers(1, start_timeout) as servers:
+        yield servers[0]
+
+
+@contextlib.contextmanager
+def streamlit_servers(count: int, start_timeout: float = 60.0) -> Iterator[list[Server]]:
+    """`count` app processes, each on its own free loopback port, started at once; all terminated on exit."""
+    if count < 1:
+        raise ValueError(f"count must be >= 1, got {count}")
+    with contextlib.ExitStack() as stack:
+        started = []
+        for _ in range(count):
+            port = free_port()
+            cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true"]
+            cmd += ["--server.port", str(port), "--server.address", "127.0.0.1"]
+            log = stack.enter_context(tempfile.TemporaryFile(mode="w+"))
+            proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, text=True)
+            stack.callback(_stop, proc)  # runs before its log file closes
+            started.append((Server(f"http://127.0.0.1:{port}", proc), log))
+        for server, log in started:
+            _wait_healthy(server.url, server.proc, start_timeout, log)
         try:
-            url = f"http://127.0.0.1:{port}"
-            _wait_healthy(url, proc, start_timeout, log)
-            yield Server(url, proc)
+            yield [server for server, _ in started]
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=10)
+            for server, _ in started:  # ask all to stop at once; each _stop above then mostly waits
+                server.proc.terminate()
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=10)
 
 
 def _wait_healthy(url: str, proc: subprocess.Popen, timeout: float, log) -> None:

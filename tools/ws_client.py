@@ -3,14 +3,22 @@
 The load test's light client. A browser page costs a Chromium renderer per student, which on a 2-core
 machine competes with the server it measures; this client costs a socket and a protobuf parser. It sends
 `BackMsg.rerun_script` (page, query string, widget states) and reads `ForwardMsg`s until `script_finished`,
-noting the main area's sliders and checkboxes and any exception or error box the run drew.
+noting the main area's sliders and checkboxes, the exports it offers, and any exception or error box the run drew.
+
+With `cookies=True` the session first loads the page over HTTP, as a browser does, keeps the cookies the
+server (or a proxy in front of it) sets, and sends them with the websocket handshake and with every download:
+what sticky sessions behind nginx need (deploy/nginx/attention-explorer.conf).
 """
 
 from __future__ import annotations
 
 import asyncio
+import http.cookiejar
 import random
 import time
+import urllib.error
+import urllib.request
+import uuid
 from dataclasses import dataclass, field
 
 import websockets
@@ -28,21 +36,48 @@ class Run:
     status: str
     errors: list[str] = field(default_factory=list)
     controls: dict[str, object] = field(default_factory=dict)  # widget id -> Slider or Checkbox proto
+    exports: list[str] = field(default_factory=list)  # deferred file ids of the download buttons drawn
+
+
+@dataclass(frozen=True)
+class Download:
+    url: str  # the media URL the server made for the export, relative to the app
+    status: int  # HTTP status of fetching it (with the session's cookies)
+    size: int  # bytes received
 
 
 class WsSession:
     """One browser tab's worth of protocol: `await s.rerun(page)`, then `await s.change(rng)` repeatedly."""
 
-    def __init__(self, url: str):
-        self.ws_url = url.replace("http://", "ws://") + "/_stcore/stream"
+    def __init__(self, url: str, cookies: bool = False):
+        self.url = url.rstrip("/")
+        self.ws_url = self.url.replace("http://", "ws://") + "/_stcore/stream"
         self.ws = None
         self.page = ""
         self.states: dict[str, WidgetState] = {}  # what the client has set, sent with every rerun
         self.controls: dict[str, object] = {}
+        self.exports: list[str] = []  # the deferred file ids of the last run's download buttons
+        self.session_id = ""  # the server's id of this session, from its new_session message
+        self.cookies = http.cookiejar.CookieJar() if cookies else None
+        self._opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(self.cookies))
 
     async def __aenter__(self) -> WsSession:
-        self.ws = await websockets.connect(self.ws_url, subprotocols=["streamlit"], max_size=None)
+        headers = {}
+        if self.cookies is not None:  # load the page first, as a browser does, and keep what it sets
+            await asyncio.to_thread(self._get, "/")
+            headers["Cookie"] = "; ".join(f"{c.name}={c.value}" for c in self.cookies)
+        self.ws = await websockets.connect(
+            self.ws_url, subprotocols=["streamlit"], max_size=None, additional_headers=headers
+        )
         return self
+
+    def _get(self, path: str, timeout: float = 30) -> tuple[int, bytes]:
+        """GET a path of the app with the session's cookies: (status, body); an HTTP error is a status, not raised."""
+        try:
+            with self._opener.open(self.url + path, timeout=timeout) as response:
+                return response.status, response.read()
+        except urllib.error.HTTPError as e:
+            return e.code, b""
 
     async def __aexit__(self, *exc) -> None:
         await self.ws.close()
@@ -58,7 +93,7 @@ class WsSession:
         await self.ws.send(msg.SerializeToString())
         run = await asyncio.wait_for(self._read_until_finished(), timeout)
         run.seconds = time.perf_counter() - start
-        self.controls = run.controls
+        self.controls, self.exports = run.controls, run.exports
         return run
 
     async def _read_until_finished(self) -> Run:
@@ -73,6 +108,8 @@ class WsSession:
                     return run
             elif kind == "delta" and fm.delta.WhichOneof("type") == "new_element":
                 self._note(fm, run)
+            elif kind == "new_session":
+                self.session_id = fm.new_session.initialize.session_id
 
     @staticmethod
     def _note(fm: ForwardMsg, run: Run) -> None:
@@ -82,6 +119,8 @@ class WsSession:
             run.errors.append(f"exception: {element.exception.type}: {element.exception.message[:120]}")
         elif kind == "alert" and element.alert.format == Alert.ERROR:
             run.errors.append(f"error box: {element.alert.body[:120]}")
+        elif kind == "download_button" and element.download_button.deferred_file_id:
+            run.exports.append(element.download_button.deferred_file_id)
         elif kind in ("slider", "checkbox") and fm.metadata.delta_path[:1] == [MAIN]:
             widget = getattr(element, kind)
             if not widget.disabled and not widget.form_id:
@@ -120,3 +159,28 @@ class WsSession:
         what, state = picked
         self.states[state.id] = state
         return what, await self.rerun(timeout=timeout)
+
+    async def download(self, file_id: str, timeout: float = 60) -> Download:
+        """Click a deferred download button: ask the server to make the file, then fetch the URL it answers.
+
+        The server makes the file in its own memory, so the fetch must reach the process that holds this
+        session's websocket: behind several processes, only sticky sessions make it succeed.
+        """
+        msg = BackMsg()
+        msg.backend_operation_request.request_id = str(uuid.uuid4())
+        msg.backend_operation_request.session_id = self.session_id
+        msg.backend_operation_request.deferred_file.file_id = file_id
+        await self.ws.send(msg.SerializeToString())
+        url = await asyncio.wait_for(self._read_until_response(msg.backend_operation_request.request_id), timeout)
+        status, body = await asyncio.to_thread(self._get, url, timeout)
+        return Download(url, status, len(body))
+
+    async def _read_until_response(self, request_id: str) -> str:
+        while True:
+            fm = ForwardMsg()
+            fm.ParseFromString(await self.ws.recv())
+            response = fm.backend_operation_response
+            if fm.WhichOneof("type") == "backend_operation_response" and response.request_id == request_id:
+                if response.error_msg:
+                    raise RuntimeError(f"the server could not make the download: {response.error_msg}")
+                return response.deferred_file.url
