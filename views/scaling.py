@@ -6,6 +6,7 @@ import streamlit as st
 
 from explorer.charts import scaling as charts
 from explorer.tables import scaling as tables
+from explorer.ui import heavy
 from explorer.ui import state as controls
 from explorer.ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed, wire
 from explorer.ui.i18n import t, td, tl
@@ -41,17 +42,27 @@ def measure(method, max_n, d, heads, causal, block, budget_mb, time_limit_s, see
     """One method's live rows. Its progress bar is made and emptied in here: a cache hit replays an empty slot.
 
     _say(done, total, entry) words the bar (not part of the cache key: the rows do not depend on the language).
+    The run waits for its turn in the server's line for heavy work (explorer.ui.heavy), the bar showing its place.
     """
     bar = st.progress(0.0, text=_say(0, 1, ""))
 
     def progress(done, total, entry):
         bar.progress(done / total, text=_say(done, total, entry))
 
-    rows = tables.run_method(
-        method, max_n, d, heads, causal, block, budget_mb, seed, device, progress, time_limit_s=time_limit_s
-    )
+    def waiting(ahead):
+        bar.progress(0.0, text=t("scaling.queue.waiting", ahead=ahead))
+
+    with heavy.heavy_slot(waiting):
+        rows = tables.run_method(
+            method, max_n, d, heads, causal, block, budget_mb, seed, device, progress, time_limit_s=time_limit_s
+        )
     bar.empty()
     return rows
+
+
+def stop_benchmark() -> None:
+    """Cancel: the click itself stops the running script; back to the form, waiting for "Run benchmark"."""
+    st.session_state[WAITING] = True
 
 
 def progress_text(method: str):
@@ -194,9 +205,18 @@ rows = pts = None
 with friendly_errors(t("scaling.sections.benchmark")):
     setting = (max_n, d, heads, causal, block, budget_mb)
     config = tables.live_config(methods, *setting, seed(), DEVICE, time_limit_s)
-    rows = pd.concat(
-        [measure(m, *setting, time_limit_s, seed(), DEVICE, progress_text(m)) for m in methods], ignore_index=True
-    )
+    cancel = st.empty()  # shown while the benchmark waits or runs, gone once its rows are in
+    cancel.button(t("scaling.queue.cancel"), key="bench_cancel", on_click=stop_benchmark, icon=":material/cancel:")
+    try:
+        rows = pd.concat(
+            [measure(m, *setting, time_limit_s, seed(), DEVICE, progress_text(m)) for m in methods], ignore_index=True
+        )
+    except heavy.Full:  # the server's line is full: say so, show the recorded runs, keep the page working
+        cancel.empty()
+        st.warning(t("scaling.queue.full"), icon=":material/hourglass_disabled:")
+        recorded_section(runs, readable)
+        st.stop()
+    cancel.empty()
     chosen = next((r for r in readable if r["label"] == overlay), None)
     recorded_rows = chosen["rows"][chosen["rows"].method.isin(methods)] if chosen else None
     pts = pd.concat(

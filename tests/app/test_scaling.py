@@ -228,3 +228,19 @@ def test_past_the_time_limit_larger_n_are_skipped_and_reported(open_page, monkey
     warning = next(w.value for w in at.warning if "time limit" in w.value)
     assert "5 s per method" in warning and "naive from n = 256 skipped" in warning
     assert len(at.get("vega_lite_chart")) == 2  # n = 128 was measured and is drawn
+
+
+def test_a_full_server_line_says_so_and_the_page_keeps_working(open_page, monkeypatch):
+    """Heavy work waits in one server-wide line (explorer.ui.heavy); when it is full the page says so."""
+    from explorer.ui import heavy
+
+    line = heavy.Line(slots=1, max_waiting=0)
+    monkeypatch.setattr(heavy, "server_line", lambda: line)
+    with line.place():  # another student's benchmark holds the only slot, and nobody may wait
+        at = submit(open_page(PAGE, seed=987), **TINY)  # a seed no other test measured: not in the cache
+    assert any("Too many benchmarks" in w.value for w in at.warning)
+    with line.place():
+        pass
+    at = submit(at, **TINY)  # free again: the same click measures
+    assert not any("Too many benchmarks" in w.value for w in at.warning)
+    assert "memory · live" in [c for df in at.dataframe for c in df.value.columns]
