@@ -1,6 +1,6 @@
 import streamlit as st
 
-from attn_core.stats import DISTRIBUTIONS
+from attn_core.stats import DISTRIBUTIONS, theoretical_score_kurtosis
 from explorer.charts import sqrt_dk as charts
 from explorer.tables import sqrt_dk as tables
 from explorer.ui import state as controls
@@ -9,6 +9,7 @@ from explorer.ui.i18n import t, td, tl
 
 SWEEP_PAIRS = 2000  # per d_k in the sweep: a 3% standard error on each variance, one cheap draw
 PAIRS = [1000, 2000, 5000, 10000, 20000]
+NOT_NORMAL = 0.5  # excess kurtosis from which the histogram visibly departs from the bell curve
 
 histograms = st.cache_data(max_entries=32)(tables.score_histograms)
 sweep = st.cache_data(max_entries=16)(tables.variance_sweep)
@@ -65,6 +66,13 @@ with left, friendly_errors(t("sqrt_dk.sections.histograms")):
             figure = spec_of(charts.score_histogram, bars, curves, series, 3 * sigma, td(f"sqrt_dk.charts.{series}"))
             chart(figure, bars[bars.series == series], f"score_histogram_{series}", where=where)
     st.caption(t("sqrt_dk.sigma_caption", u=u["share_within_3sigma"], s=s["share_within_3sigma"], n=n_pairs))
+    # A sum of few products q_i k_i is not normal (one product of two normals peaks at 0, with heavy tails): say so
+    # where the bars visibly leave the curve. For N(0, 1) entries the kurtosis is known, 3 + 6/d_k; else measured.
+    theory = theoretical_score_kurtosis(d_k) if distribution == "normal" else None
+    excess = (theory if theory is not None else s["kurtosis"]) - 3
+    if abs(excess) >= NOT_NORMAL:
+        why = t("sqrt_dk.not_normal.normal", theory=theory) if theory is not None else t("sqrt_dk.not_normal.other")
+        st.info(t("sqrt_dk.not_normal.text", d_k=d_k, kurtosis=s["kurtosis"], why=why), icon=":material/info:")
 
 c_left, c_right = st.columns(2)
 with c_left, friendly_errors(t("sqrt_dk.sections.sweep")):

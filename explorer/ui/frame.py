@@ -49,6 +49,9 @@ PROJECTOR_CHART = {
     "point": {"size": 180, "strokeWidth": 3},
     "text": {"fontSize": 17},
 }
+# Room above a chart's title: Vega places a title by its font size, while a Chinese title's glyphs (and any title
+# over a y-axis title longer than the plot) reach higher, and the top of the title was cut off.
+CHART_PADDING = {"top": 14, "bottom": 5, "left": 5, "right": 5}
 HIDE_SIDEBAR_CSS = """<style>
 [data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"], [data-testid="stExpandSidebarButton"]
 { display: none !important; }
@@ -172,6 +175,7 @@ def chart(figure, data: pd.DataFrame | None, name: str, *, where=None, width="st
     """
     where = where or st
     spec = wire(figure)  # st.altair_chart would validate the chart and re-encode its data on every run
+    spec = {"padding": CHART_PADDING, **spec}
     if projector():
         spec = _projected(spec)
     where.vega_lite_chart(spec, width=width)

@@ -119,3 +119,9 @@ def test_typed_logits_travel_in_the_url(open_page):
     assert again.radio(key="sat_scale").value == "unscaled"
     assert any(m.value == "**softmax([6, -1.5, 0])**" for m in again.markdown)
     assert [m.value for m in again.metric] == [m.value for m in at.metric]
+
+
+def test_every_chart_leaves_room_above_its_title(open_page):
+    at = open_link(PAGE, {"lang": "zh"})  # Chinese glyphs reach above the title's box: the top was clipped
+    for spec in (json.loads(c.proto.spec) for c in at.get("vega_lite_chart")):
+        assert spec["padding"]["top"] >= 10
