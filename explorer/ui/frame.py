@@ -260,7 +260,7 @@ def lesson_bar(current: PageInfo | None, *, bottom: bool = False) -> None:
     i = PAGES.index(current)
     with st.container(border=True):
         left, middle, right = st.columns([1, 3, 1], vertical_alignment="center")
-        if i > 0 and not bottom:
+        if i > 0:
             left.page_link(PAGES[i - 1].path, label=t("common.lesson.previous"), icon=":material/arrow_back:")
         middle.markdown(t("common.lesson.stop", i=i + 1, n=len(PAGES), title=page_title(current)))
         if i + 1 < len(PAGES):

@@ -48,8 +48,8 @@ def test_lesson_mode_walks_the_pages_in_teaching_order():
     i = [p.path for p in PAGES].index(PAGE)
     bars = [m.value for m in at.markdown if "**Lesson**" in m.value]
     assert bars and f"stop {i + 1} of {len(PAGES)}" in bars[0]
-    links = [e.proto.page for e in at.get("page_link")]  # top bar: previous, next; bottom bar: next
-    assert links == [PAGES[i - 1].name, PAGES[i + 1].name, PAGES[i + 1].name]
+    links = [e.proto.page for e in at.get("page_link")]  # both bars: previous, next
+    assert links == [PAGES[i - 1].name, PAGES[i + 1].name] * 2
     off = open_link(PAGE, {"lesson": "false"})
     assert not [m for m in off.markdown if "**Lesson**" in m.value]
 

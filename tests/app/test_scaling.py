@@ -228,3 +228,15 @@ def test_past_the_time_limit_larger_n_are_skipped_and_reported(open_page, monkey
     warning = next(w.value for w in at.warning if "time limit" in w.value)
     assert "5 s per method" in warning and "naive from n = 256 skipped" in warning
     assert len(at.get("vega_lite_chart")) == 2  # n = 128 was measured and is drawn
+
+
+def test_the_developer_command_is_folded_away_from_students(open_page):
+    at = open_page(PAGE)
+    assert_clean(at)
+    folded = [m.value for e in at.expander for m in e.markdown]
+    shown = [e.value for kind in ("info", "markdown", "caption") for e in getattr(at, kind)]
+    for text in folded:
+        shown.remove(text)
+    assert not [text for text in shown if "attn_core.bench --" in text]
+    (developers,) = [e for e in at.expander if e.label.startswith("For developers")]
+    assert any("python -m attn_core.bench --device cuda" in m.value for m in developers.markdown)
