@@ -21,7 +21,7 @@ header(t("sqrt_dk.title"), t("sqrt_dk.lede"))
 predict_first(t("sqrt_dk.question"), t("sqrt_dk.answer"))
 
 with st.container(border=True):
-    c1, c2, c3, c4 = st.columns(4)
+    c1, c2, c3 = st.columns(3)
     d_k = controls.select_slider("d_k", list(tables.D_K_SWEEP), 64, key="d_k", where=c1)
     n_pairs = controls.select_slider(t("sqrt_dk.controls.pairs"), PAIRS, 5000, key="n_pairs", where=c2)
     distribution = controls.selectbox(
@@ -35,7 +35,6 @@ with st.container(border=True):
     mean = controls.slider(
         t("sqrt_dk.controls.mean"), 0.0, 2.0, 0.5, 0.1, key="mean", where=c3, disabled=distribution != "shifted"
     )
-    temperature = controls.slider(t("sqrt_dk.controls.temperature"), 0.1, 5.0, 1.0, 0.1, key="temperature", where=c4)
 
 left, right = st.columns([3, 2])
 with right:
@@ -80,6 +79,8 @@ with c_left, friendly_errors(t("sqrt_dk.sections.sweep")):
     chart(spec_of(charts.variance_loglog, variances, d_k, td("sqrt_dk.charts.sweep")), variances, "variance_sweep")
     st.caption(t("sqrt_dk.sweep_caption", n=SWEEP_PAIRS))
 with c_right, friendly_errors(t("sqrt_dk.sections.softmax")):
+    # T drives only this chart: its slider sits beside it, not in the box at the top
+    temperature = controls.slider(t("sqrt_dk.controls.temperature"), 0.1, 5.0, 1.0, 0.1, key="temperature")
     row = softmax_row(d_k, 8, temperature, seed())
     chart(spec_of(charts.softmax_bars, row, td("sqrt_dk.charts.softmax"), names), row, "softmax_row")
     top = row.groupby("series").weight.max()
