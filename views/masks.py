@@ -253,7 +253,8 @@ def fill_and_gradient(spec: tuple) -> None:
     with friendly_errors(t("masks.errors.summary")):
         _, _, summary = fill_comparison(*spec, dtype, seed())
         shown = tables.summary_text(
-            summary.drop(columns=["loss", "max |grad| hidden logits", "max |grad| visible logits"])
+            summary.drop(columns=["loss", "max |grad| hidden logits", "max |grad| visible logits"]),
+            none=t("masks.metrics.none"),
         )
         shown.loc[shown["fact"] == "fill value", tables.LIBRARY] = t("masks.summary.library_fill")
         facts = td("masks.facts")

@@ -120,9 +120,9 @@ else:
         )
         chart(figure, distances, "aliasing", where=a1)
         with a2:
-            formula(
-                r"\text{code}(p) = \text{code}(0) \iff T_1 \mid p,\ \dots,\ T_m \mid p"
-                r"\iff \operatorname{lcm}(T_1,\dots,T_m) \mid p"
+            formula(  # one step a line: on one line it overflows the column and is cut off after the first ⇔
+                r"\begin{aligned}&\text{code}(p) = \text{code}(0)\\ \iff\ & T_1 \mid p,\ \dots,\ T_m \mid p\\"
+                r"\iff\ & \operatorname{lcm}(T_1,\dots,T_m) \mid p\end{aligned}"
             )
             x1, x2, x3 = st.columns(3)
             shown = t("positional.none") if found is None else f"{found:,}"

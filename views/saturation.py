@@ -92,27 +92,10 @@ predict_first(
     ),
 )
 
-with st.container(border=True):
-    c1, c2, c3, c4 = st.columns(4)
+with controls.box("sat_d_k", "sat_n_keys"):  # these two drive sections 1 and 2; T and the logits sit by section 2
+    c1, c2 = st.columns(2)
     d_k = controls.select_slider("d_k", list(tables.D_K_SWEEP), 64, key="sat_d_k", where=c1)
     n_keys = controls.select_slider(t("saturation.controls.n_keys"), N_KEYS, 16, key="sat_n_keys", where=c2)
-    temperature = controls.select_slider(
-        t("saturation.controls.temperature"),
-        tables.TEMPERATURES,
-        1.0,
-        key="sat_temperature",
-        where=c3,
-        format_func=lambda x: f"{x:g}",
-    )
-    scale = controls.radio(
-        t("saturation.controls.scale"),
-        SCALES,
-        SCALES[0],
-        key="sat_scale",
-        where=c4,
-        format_func=scale_labels.get,
-        horizontal=True,
-    )
 
 st.subheader(t("saturation.sections.sweep"))
 with friendly_errors(t("saturation.errors.sweep")):
@@ -149,6 +132,25 @@ with c2, friendly_errors(t("saturation.errors.max_weight")):
     chart(max_weight_spec, swept[["d_k", "series", "max_weight"]], "max_weight_vs_d_k")
 
 st.subheader(t("saturation.sections.temperature"))
+with controls.box("sat_temperature", "sat_scale"):
+    c1, c2 = st.columns(2)
+    temperature = controls.select_slider(
+        t("saturation.controls.temperature"),
+        tables.TEMPERATURES,
+        1.0,
+        key="sat_temperature",
+        where=c1,
+        format_func=lambda x: f"{x:g}",
+    )
+    scale = controls.radio(
+        t("saturation.controls.scale"),
+        SCALES,
+        SCALES[0],
+        key="sat_scale",
+        where=c2,
+        format_func=scale_labels.get,
+        horizontal=True,
+    )
 with friendly_errors(t("saturation.errors.temperature")):
     row, measures = temperature_row(d_k, n_keys, temperature, seed())
     chosen = measures.set_index("series").loc[scale]

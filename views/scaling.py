@@ -120,7 +120,9 @@ def recorded_section(runs, readable):
             command = (
                 "python -m attn_core.bench --device cuda --n 512 1024 2048 4096 8192 --csv benchmarks/gpu_attention.csv"
             )
-            st.info(t("scaling.no_gpu_runs", command=command), icon=":material/memory:")
+            st.info(t("scaling.no_gpu_runs"), icon=":material/memory:")
+            with st.expander(t("scaling.developers.title"), icon=":material/terminal:"):  # folded: not for students
+                st.markdown(t("scaling.developers.text", command=command))
 
 
 if WAITING not in st.session_state:  # first visit of this session: read before the controls publish

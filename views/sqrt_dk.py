@@ -1,6 +1,6 @@
 import streamlit as st
 
-from attn_core.stats import DISTRIBUTIONS
+from attn_core.stats import DISTRIBUTIONS, theoretical_score_kurtosis
 from explorer.charts import sqrt_dk as charts
 from explorer.tables import sqrt_dk as tables
 from explorer.ui import state as controls
@@ -9,6 +9,7 @@ from explorer.ui.i18n import t, td, tl
 
 SWEEP_PAIRS = 2000  # per d_k in the sweep: a 3% standard error on each variance, one cheap draw
 PAIRS = [1000, 2000, 5000, 10000, 20000]
+NOT_NORMAL = 0.5  # excess kurtosis from which the histogram visibly departs from the bell curve
 
 histograms = st.cache_data(max_entries=32)(tables.score_histograms)
 sweep = st.cache_data(max_entries=16)(tables.variance_sweep)
@@ -20,7 +21,7 @@ header(t("sqrt_dk.title"), t("sqrt_dk.lede"))
 predict_first(t("sqrt_dk.question"), t("sqrt_dk.answer"))
 
 with st.container(border=True):
-    c1, c2, c3, c4 = st.columns(4)
+    c1, c2, c3 = st.columns(3)
     d_k = controls.select_slider("d_k", list(tables.D_K_SWEEP), 64, key="d_k", where=c1)
     n_pairs = controls.select_slider(t("sqrt_dk.controls.pairs"), PAIRS, 5000, key="n_pairs", where=c2)
     distribution = controls.selectbox(
@@ -34,7 +35,6 @@ with st.container(border=True):
     mean = controls.slider(
         t("sqrt_dk.controls.mean"), 0.0, 2.0, 0.5, 0.1, key="mean", where=c3, disabled=distribution != "shifted"
     )
-    temperature = controls.slider(t("sqrt_dk.controls.temperature"), 0.1, 5.0, 1.0, 0.1, key="temperature", where=c4)
 
 left, right = st.columns([3, 2])
 with right:
@@ -65,6 +65,13 @@ with left, friendly_errors(t("sqrt_dk.sections.histograms")):
             figure = spec_of(charts.score_histogram, bars, curves, series, 3 * sigma, td(f"sqrt_dk.charts.{series}"))
             chart(figure, bars[bars.series == series], f"score_histogram_{series}", where=where)
     st.caption(t("sqrt_dk.sigma_caption", u=u["share_within_3sigma"], s=s["share_within_3sigma"], n=n_pairs))
+    # A sum of few products q_i k_i is not normal (one product of two normals peaks at 0, with heavy tails): say so
+    # where the bars visibly leave the curve. For N(0, 1) entries the kurtosis is known, 3 + 6/d_k; else measured.
+    theory = theoretical_score_kurtosis(d_k) if distribution == "normal" else None
+    excess = (theory if theory is not None else s["kurtosis"]) - 3
+    if abs(excess) >= NOT_NORMAL:
+        why = t("sqrt_dk.not_normal.normal", theory=theory) if theory is not None else t("sqrt_dk.not_normal.other")
+        st.info(t("sqrt_dk.not_normal.text", d_k=d_k, kurtosis=s["kurtosis"], why=why), icon=":material/info:")
 
 c_left, c_right = st.columns(2)
 with c_left, friendly_errors(t("sqrt_dk.sections.sweep")):
@@ -72,6 +79,8 @@ with c_left, friendly_errors(t("sqrt_dk.sections.sweep")):
     chart(spec_of(charts.variance_loglog, variances, d_k, td("sqrt_dk.charts.sweep")), variances, "variance_sweep")
     st.caption(t("sqrt_dk.sweep_caption", n=SWEEP_PAIRS))
 with c_right, friendly_errors(t("sqrt_dk.sections.softmax")):
+    # T drives only this chart: its slider sits beside it, not in the box at the top
+    temperature = controls.slider(t("sqrt_dk.controls.temperature"), 0.1, 5.0, 1.0, 0.1, key="temperature")
     row = softmax_row(d_k, 8, temperature, seed())
     chart(spec_of(charts.softmax_bars, row, td("sqrt_dk.charts.softmax"), names), row, "softmax_row")
     top = row.groupby("series").weight.max()

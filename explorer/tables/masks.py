@@ -187,6 +187,8 @@ def _summarise(z, weights, mask, upstream) -> dict:
         return float(t[where].double().abs().max()) if bool(where.any()) else float("nan")
 
     return {
+        "fully masked rows": int(full.sum()),
+        "hidden keys in other rows": int(hidden_partial.sum()),
         "fully masked row weight": float(weights[full].double().mean()) if bool(full.any()) else float("nan"),
         "fully masked row sum": float(weights[full].double().sum(-1).mean()) if bool(full.any()) else float("nan"),
         "max weight on hidden keys (other rows)": max_abs(weights, hidden_partial),
@@ -246,22 +248,34 @@ def _written(fill: str | None, dtype: torch.dtype) -> str:
     return f"{stored:.6g}"
 
 
-def summary_text(summary: pd.DataFrame) -> pd.DataFrame:
+# A fact about some cells, and the count of those cells: with none of them the fact has no value (not NaN).
+_CELLS_OF = {
+    "fully masked row weight": "fully masked rows",
+    "fully masked row sum": "fully masked rows",
+    "max |grad| hidden logits (fully masked rows)": "fully masked rows",
+    "max weight on hidden keys (other rows)": "hidden keys in other rows",
+    "max |grad| hidden logits (other rows)": "hidden keys in other rows",
+}
+
+
+def summary_text(summary: pd.DataFrame, none: str = "none") -> pd.DataFrame:
     """The summary turned for a table: one row per fact, one column per recipe, every cell text. NaN is written
-    "NaN", numbers get 4 significant digits, and "—" marks a recipe whose fill masked_fill refused."""
+    "NaN", numbers get 4 significant digits, "—" marks a recipe whose fill masked_fill refused, and `none` a fact
+    about cells that do not exist (no fully masked row, say)."""
     refused = summary["error"].astype(bool).to_numpy()
 
-    def cell(value, no_value: bool) -> str:
+    def cell(i: int, fact: str) -> str:
+        value = summary.iloc[i][fact]
         if isinstance(value, str):
             return value or "—"
-        if no_value:
+        if refused[i]:
             return "—"
+        counted = _CELLS_OF.get(fact)
+        if counted in summary.columns and summary.iloc[i][counted] == 0:
+            return none
         return "NaN" if pd.isna(value) else f"{value:.4g}"
 
-    columns = {
-        method: [cell(summary.iloc[i][c], refused[i]) for c in summary.columns[1:]]
-        for i, method in enumerate(summary["method"])
-    }
+    columns = {method: [cell(i, c) for c in summary.columns[1:]] for i, method in enumerate(summary["method"])}
     return pd.DataFrame(columns, index=pd.Index(summary.columns[1:], name="fact")).reset_index()
 
 

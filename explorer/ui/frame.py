@@ -21,6 +21,7 @@ from explorer.ui.i18n import LANGUAGES, browser_language, t
 from explorer.ui.registry import PAGES, PageInfo
 
 DEFAULT_SEED = 0
+BROWSER = "browser"  # the teacher's language choice that leaves the language to each student's browser
 
 # Projector mode: larger type, thicker marks, black on white. Streamlit sizes its text in rem, so the
 # root font size scales the whole page; captions lose their grey.
@@ -49,6 +50,9 @@ PROJECTOR_CHART = {
     "point": {"size": 180, "strokeWidth": 3},
     "text": {"fontSize": 17},
 }
+# Room above a chart's title: Vega places a title by its font size, while a Chinese title's glyphs (and any title
+# over a y-axis title longer than the plot) reach higher, and the top of the title was cut off.
+CHART_PADDING = {"top": 14, "bottom": 5, "left": 5, "right": 5}
 HIDE_SIDEBAR_CSS = """<style>
 [data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"], [data-testid="stExpandSidebarButton"]
 { display: none !important; }
@@ -172,6 +176,7 @@ def chart(figure, data: pd.DataFrame | None, name: str, *, where=None, width="st
     """
     where = where or st
     spec = wire(figure)  # st.altair_chart would validate the chart and re-encode its data on every run
+    spec = {"padding": CHART_PADDING, **spec}
     if projector():
         spec = _projected(spec)
     where.vega_lite_chart(spec, width=width)
@@ -256,7 +261,7 @@ def lesson_bar(current: PageInfo | None, *, bottom: bool = False) -> None:
     i = PAGES.index(current)
     with st.container(border=True):
         left, middle, right = st.columns([1, 3, 1], vertical_alignment="center")
-        if i > 0 and not bottom:
+        if i > 0:
             left.page_link(PAGES[i - 1].path, label=t("common.lesson.previous"), icon=":material/arrow_back:")
         middle.markdown(t("common.lesson.stop", i=i + 1, n=len(PAGES), title=page_title(current)))
         if i + 1 < len(PAGES):
@@ -278,9 +283,12 @@ def share_panel() -> None:
     if sidebar_hidden():
         return
     bar = st.sidebar
+    # A link names the language only when the viewer chose one other than their browser's: a student whose browser
+    # is Chinese then reads Chinese, whatever the language of the person who copied the link.
+    chosen = st.session_state.get("lang")
     with bar.expander(t("common.share.title"), icon=":material/link:"):
         st.caption(t("common.share.help"))
-        st.code(view_link(), language=None, wrap_lines=True)
+        st.code(view_link(lang=chosen if chosen != browser_language() else None), language=None, wrap_lines=True)
     with bar.expander(t("common.teacher.title"), icon=":material/school:"):
         st.caption(t("common.teacher.help"))
         drawn = {k: v for k, v in state.controls_this_run().items() if k != "lang"}
@@ -289,9 +297,17 @@ def share_panel() -> None:
         )
         no_sidebar = st.checkbox(t("common.teacher.no_sidebar"), key="teacher_no_sidebar")
         lesson = st.checkbox(t("common.teacher.lesson"), value=True, key="teacher_lesson")
+        languages = {BROWSER: t("common.teacher.browser_language"), **LANGUAGES}
+        language = st.selectbox(
+            t("common.teacher.language"), list(languages), key="teacher_lang", format_func=languages.get
+        )
         names = sorted(set(hide) | (state.hidden() - set(drawn)) | ({"sidebar"} if no_sidebar else set()))
         st.code(
-            view_link(hide=",".join(names) or None, lesson="true" if lesson else "false"),
+            view_link(
+                hide=",".join(names) or None,
+                lesson="true" if lesson else "false",
+                lang=None if language == BROWSER else language,
+            ),
             language=None,
             wrap_lines=True,
         )

@@ -155,6 +155,12 @@ def publish_hidden() -> None:
         st.query_params[HIDE] = text
 
 
+def box(*keys: str, where=st):
+    """The bordered box a page draws `keys`' controls in; borderless when a teacher's link hides all of them, so
+    that no empty frame is left on the page."""
+    return where.container(border=not set(keys) <= hidden())
+
+
 def controls_this_run() -> dict[str, str]:
     """{key: label} of the controls drawn so far in this run."""
     return dict(st.session_state.get(_THIS_RUN, {}))

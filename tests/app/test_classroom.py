@@ -48,8 +48,8 @@ def test_lesson_mode_walks_the_pages_in_teaching_order():
     i = [p.path for p in PAGES].index(PAGE)
     bars = [m.value for m in at.markdown if "**Lesson**" in m.value]
     assert bars and f"stop {i + 1} of {len(PAGES)}" in bars[0]
-    links = [e.proto.page for e in at.get("page_link")]  # top bar: previous, next; bottom bar: next
-    assert links == [PAGES[i - 1].name, PAGES[i + 1].name, PAGES[i + 1].name]
+    links = [e.proto.page for e in at.get("page_link")]  # both bars: previous, next
+    assert links == [PAGES[i - 1].name, PAGES[i + 1].name] * 2
     off = open_link(PAGE, {"lesson": "false"})
     assert not [m for m in off.markdown if "**Lesson**" in m.value]
 
@@ -68,13 +68,24 @@ def test_the_share_link_carries_every_control_and_the_teacher_link_its_choices()
     at = open_link(PAGE, {})
     at.select_slider(key="d_k").set_value(512).run()
     share, teacher = (c.value for c in at.sidebar.get("code"))
-    assert link_params(share) == dict(at.query_params)
+    assert link_params(share) == {k: v for k, v in at.query_params.items() if k != "lang"}
     at.sidebar.multiselect(key="teacher_hide").set_value(["d_k", "temperature"]).run()
     at.sidebar.checkbox(key="teacher_no_sidebar").check().run()
     teacher = at.sidebar.get("code")[1].value
     params = link_params(teacher)
     assert params["hide"] == "d_k,sidebar,temperature" and params["lesson"] == "true" and params["d_k"] == "512"
     assert "hide" not in at.query_params  # the teacher's own view is unchanged
+
+
+def test_links_leave_the_language_to_the_reader_unless_it_was_chosen():
+    at = open_link(PAGE, {})  # no browser locale here: the browser's language counts as English
+    share, teacher = (c.value for c in at.sidebar.get("code"))
+    assert "lang" not in link_params(share) and "lang" not in link_params(teacher)
+    at.sidebar.selectbox(key="teacher_lang").set_value("zh").run()
+    assert link_params(at.sidebar.get("code")[1].value)["lang"] == "zh"  # the teacher chose Chinese for the class
+    chinese = open_link(PAGE, {"lang": "zh"})  # a viewer who switched to Chinese shares a Chinese link
+    assert link_params(chinese.sidebar.get("code")[0].value)["lang"] == "zh"
+    assert "lang" not in link_params(chinese.sidebar.get("code")[1].value)
 
 
 def test_switching_language_keeps_the_view():

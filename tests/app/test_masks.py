@@ -259,3 +259,25 @@ def test_the_new_sections_in_chinese():
     text = " ".join(m.value for m in at.markdown)
     assert "✗ 错误" in text and "讲义" in text
     assert any("讲义：hierarchical_causal_mask" in " ".join(map(str, df.value.iloc[:, 0])) for df in at.dataframe)
+
+
+@pytest.mark.parametrize(("lang", "none"), [("en", "none"), ("zh", "无")])
+def test_facts_about_rows_that_do_not_exist_say_none_not_nan(lang, none):
+    at = open_link(PAGE, {"mask_sequence": "0", "lang": lang})  # sequence 0 (length 6, window 3): no empty row
+    assert_clean(at)
+    table = fills_table(at)
+    full_rows = ["完全被遮住的行数" if lang == "zh" else "fully masked rows"]
+    assert (table.loc[full_rows].to_numpy() == "0").all()
+    word = "完全被遮住的行" if lang == "zh" else "fully masked row"
+    about_empty_rows = [f for f in table.index if f not in full_rows and word in f]
+    assert len(about_empty_rows) == 3
+    assert (table.loc[about_empty_rows].to_numpy() == none).all()
+    assert "NaN" not in table.to_numpy()
+
+
+def test_chinese_mask_titles_have_no_english_and():
+    at = open_link(PAGE, {"lang": "zh"})
+    assert_clean(at)
+    texts = [e.value for e in at.markdown] + [w.label for w in at.get("multiselect")] + [w.label for w in at.pills]
+    texts += [c.proto.spec for c in at.get("vega_lite_chart")]
+    assert not [s for s in texts if " AND" in s or "AND " in s]

@@ -122,3 +122,10 @@ def test_a_link_with_too_many_periods_or_a_frequency_out_of_range_is_refused_wit
     notices = [toast.value for toast in at.toast]
     assert len(notices) == 2 and all("ignored" in n for n in notices)
     assert at.query_params["pe_periods"] == "4,6" and at.query_params["pe_freq"] == "2"
+
+
+def test_the_aliasing_formula_is_one_step_a_line_so_no_column_cuts_it_off(open_page):
+    at = open_page(PAGE)
+    latex = next(x.value for x in at.latex if "lcm" in x.value)
+    lines = latex.split(r"\\")
+    assert len(lines) == 3 and r"\iff" in lines[1] and r"\operatorname{lcm}" in lines[2]

@@ -119,3 +119,39 @@ def test_typed_logits_travel_in_the_url(open_page):
     assert again.radio(key="sat_scale").value == "unscaled"
     assert any(m.value == "**softmax([6, -1.5, 0])**" for m in again.markdown)
     assert [m.value for m in again.metric] == [m.value for m in at.metric]
+
+
+def test_every_chart_leaves_room_above_its_title(open_page):
+    at = open_link(PAGE, {"lang": "zh"})  # Chinese glyphs reach above the title's box: the top was clipped
+    for spec in (json.loads(c.proto.spec) for c in at.get("vega_lite_chart")):
+        assert spec["padding"]["top"] >= 10
+
+
+def _flat(node) -> list:
+    """Every element of the page in drawing order."""
+    children = getattr(node, "children", None)
+    if not children:
+        return [node]
+    return [node] + [e for child in children.values() for e in _flat(child)]
+
+
+def test_temperature_and_logits_choice_sit_in_the_section_they_drive(open_page):
+    at = open_page(PAGE)
+    order = _flat(at.main)
+    where = {id(e): i for i, e in enumerate(order)}
+    section_2 = next(h for h in at.subheader if h.value.startswith("2 ·"))
+    section_3 = next(h for h in at.subheader if h.value.startswith("3 ·"))
+    for widget in (at.select_slider(key="sat_temperature"), at.radio(key="sat_scale")):
+        assert where[id(section_2)] < where[id(widget)] < where[id(section_3)]
+    assert where[id(at.select_slider(key="sat_d_k"))] < where[id(next(h for h in at.subheader))]
+
+
+def test_a_box_whose_controls_are_all_hidden_leaves_no_empty_frame():
+    shown = open_link(PAGE, {})
+    hidden = open_link(PAGE, {"hide": "sat_temperature,sat_scale"})
+    assert_clean(hidden)
+
+    def frames(at) -> int:
+        return sum(b.proto.flex_container.border for b in _flat(at.main) if getattr(b, "type", "") == "flex_container")
+
+    assert frames(hidden) == frames(shown) - 1

@@ -244,3 +244,15 @@ def test_a_full_server_line_says_so_and_the_page_keeps_working(open_page, monkey
     at = submit(at, **TINY)  # free again: the same click measures
     assert not any("Too many benchmarks" in w.value for w in at.warning)
     assert "memory · live" in [c for df in at.dataframe for c in df.value.columns]
+
+
+def test_the_developer_command_is_folded_away_from_students(open_page):
+    at = open_page(PAGE)
+    assert_clean(at)
+    folded = [m.value for e in at.expander for m in e.markdown]
+    shown = [e.value for kind in ("info", "markdown", "caption") for e in getattr(at, kind)]
+    for text in folded:
+        shown.remove(text)
+    assert not [text for text in shown if "attn_core.bench --" in text]
+    (developers,) = [e for e in at.expander if e.label.startswith("For developers")]
+    assert any("python -m attn_core.bench --device cuda" in m.value for m in developers.markdown)

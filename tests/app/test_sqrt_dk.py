@@ -44,3 +44,26 @@ def test_every_control_changes_and_the_page_follows(open_page):
     at.run()
     assert_clean(at)
     assert metric(at, "Var(q·k)") != var_before
+
+
+def test_at_small_d_k_the_page_says_why_the_histogram_is_not_normal(open_page):
+    at = open_page(PAGE)
+    assert not [i for i in at.info if "bell curve" in i.value]  # d_k = 64: the bars follow N(0, 1)
+    at.select_slider(key="d_k").set_value(1).run()
+    assert_clean(at)
+    (note,) = [i.value for i in at.info if "bell curve" in i.value]
+    assert "3 + 6/d_k = 9.00" in note  # the kurtosis of one product of two normals
+    measured = float(note.split("measured here, is ")[1].split(";")[0])
+    assert 6 < measured < 12  # computed from the draw, not written in
+    at.select_slider(key="d_k").set_value(16).run()
+    assert not [i for i in at.info if "bell curve" in i.value]
+
+
+def test_the_temperature_slider_sits_beside_the_softmax_chart_it_drives(open_page):
+    at = open_page(PAGE)
+    boxed = [b for b in at.main.children.values() if getattr(b, "type", "") == "flex_container"]
+    in_box = [w.key for w in boxed[0].slider] + [w.key for w in boxed[0].select_slider]
+    assert "d_k" in in_box and "temperature" not in in_box
+    at.slider(key="temperature").set_value(0.1).run()
+    assert_clean(at)
+    assert any("T = 0.1" in m.value for m in at.markdown)

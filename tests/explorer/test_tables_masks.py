@@ -227,3 +227,12 @@ def test_the_notes_sliding_window_is_one_key_wider():
     for bad in ((1, 1), (33, 2), (8, 9)):
         with pytest.raises(ValueError):
             T.notes_masks(*bad)
+
+
+def test_summary_text_says_none_for_facts_about_rows_that_do_not_exist():
+    _, _, summary = T.fill_comparison(*DEFAULT[:-1], 0, "float32", 0)
+    assert (summary["fully masked rows"] == 0).all()
+    text = T.summary_text(summary, none="none").set_index("fact")
+    assert (text.loc["fully masked row weight"] == "none").all()
+    assert (text.loc["max |grad| hidden logits (fully masked rows)"] == "none").all()
+    assert text.loc["max weight on hidden keys (other rows)", T.LIBRARY] == "0"  # such keys exist: a number
