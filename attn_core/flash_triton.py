@@ -326,20 +326,40 @@ def _backward(q, k, v, out, lse, dout, plan: _Plan, sm_scale: float) -> tuple[to
     return dq, dk, dv
 
 
+def _as_3d(q, k, v) -> tuple[torch.Tensor, ...]:
+    """q, k, v as (Z, n, d) with Z the product of the leading dims: views when the strides allow."""
+    if q.dim() == 3:
+        return q, k, v
+    z, d = math.prod(q.shape[:-2]), q.shape[-1]
+    return tuple(x.reshape(z, x.shape[-2], d) for x in (q, k, v))
+
+
 class _FlashAttention(torch.autograd.Function):
-    """The Triton forward, with a Triton backward that recomputes the weights tile by tile."""
+    """The Triton forward, with a Triton backward that recomputes the weights tile by tile.
+
+    Takes and returns tensors with any leading dims and reshapes inside, so that autograd records
+    one node per call, not one per reshape.
+    """
 
     @staticmethod
     def forward(ctx, q, k, v, plan: _Plan, sm_scale: float):
-        out, lse = _forward(q, k, v, plan, sm_scale)
-        ctx.save_for_backward(q, k, v, out, lse)  # O(n) extra: lse, not the n_q x n_k weights
+        q3, k3, v3 = _as_3d(q, k, v)
+        out, lse = _forward(q3, k3, v3, plan, sm_scale)
+        ctx.save_for_backward(q3, k3, v3, out, lse)  # O(n) extra: lse, not the n_q x n_k weights
         ctx.plan, ctx.sm_scale = plan, sm_scale
-        return out
+        return out.view(q.shape)
 
     @staticmethod
     def backward(ctx, dout):
-        dq, dk, dv = _backward(*ctx.saved_tensors, dout.contiguous(), ctx.plan, ctx.sm_scale)
-        return dq, dk, dv, None, None
+        q3 = ctx.saved_tensors[0]
+        dq, dk, dv = _backward(*ctx.saved_tensors, dout.reshape(q3.shape).contiguous(), ctx.plan, ctx.sm_scale)
+        return (
+            dq.view(dout.shape),
+            dk.view(*dout.shape[:-2], *dk.shape[-2:]),
+            dv.view(*dout.shape[:-2], *dv.shape[-2:]),
+            None,
+            None,
+        )
 
 
 def flash_attention(q, k, v, *, causal=False, scale=None, temperature=1.0, block_m=None, block_n=None):
@@ -357,13 +377,7 @@ def flash_attention(q, k, v, *, causal=False, scale=None, temperature=1.0, block
     if block_n is not None:
         _check_block("block_n", block_n)
     plan = _plan(q.device, q.dtype, d, causal, block_m, block_n)
-    if q.dim() == 3:
-        q3, k3, v3 = q, k, v
-    else:
-        z = math.prod(q.shape[:-2])
-        q3, k3, v3 = (x.reshape(z, x.shape[-2], d) for x in (q, k, v))  # (Z, n, d), views when possible
     if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
-        out = _FlashAttention.apply(q3, k3, v3, plan, sm_scale)
-    else:  # inference: no autograd node, nothing saved
-        out, _ = _forward(q3, k3, v3, plan, sm_scale)
-    return out if q.dim() == 3 else out.view(q.shape)  # (..., n_q, d)
+        return _FlashAttention.apply(q, k, v, plan, sm_scale)  # (..., n_q, d)
+    out, _ = _forward(*_as_3d(q, k, v), plan, sm_scale)  # inference: no autograd node, nothing saved
+    return out.view(q.shape)
