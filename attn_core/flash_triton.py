@@ -290,10 +290,14 @@ def _on_device(device: torch.device):
     return _SAME_DEVICE
 
 
-def _forward(q, k, v, plan: _Plan, sm_scale: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """(out (Z, n_q, d), lse (Z, n_q) fp32, in log2 units) for q (Z, n_q, d), k, v (Z, n_k, d)."""
+def _forward(q, k, v, plan: _Plan, sm_scale: float, out_shape=None) -> tuple[torch.Tensor, torch.Tensor]:
+    """(out, lse (Z, n_q) fp32, in log2 units) for q (Z, n_q, d), k, v (Z, n_k, d).
+
+    out is contiguous, of shape out_shape (the caller's (..., n_q, d); default (Z, n_q, d)): the
+    kernel sees only its memory, so no view has to be returned through autograd.
+    """
     (z, n_q, d), n_k = q.shape, k.shape[1]
-    out = torch.empty((z, n_q, d), dtype=q.dtype, device=q.device)
+    out = torch.empty(out_shape or (z, n_q, d), dtype=q.dtype, device=q.device)
     lse = torch.empty((z, n_q), dtype=torch.float32, device=q.device)
     if z:
         args = (q, k, v, out, lse, *q.stride(), *k.stride(), *v.stride(), n_q, n_k, sm_scale * _LOG2E)
@@ -303,10 +307,11 @@ def _forward(q, k, v, plan: _Plan, sm_scale: float) -> tuple[torch.Tensor, torch
     return out, lse
 
 
-def _backward(q, k, v, out, lse, dout, plan: _Plan, sm_scale: float) -> tuple[torch.Tensor, ...]:
-    """(dq, dk, dv), each (Z, n, d) contiguous, from the saved forward and dout (Z, n_q, d) contiguous."""
+def _backward(q, k, v, out, lse, dout, plan: _Plan, sm_scale: float, shapes=None) -> tuple[torch.Tensor, ...]:
+    """(dq, dk, dv), contiguous, of `shapes` (default those of q, k, v (Z, n, d)), from the saved forward
+    and dout, both contiguous with Z * n_q rows of d."""
     (z, n_q, _), n_k = q.shape, k.shape[1]
-    dq, dk, dv = (torch.empty(x.shape, dtype=x.dtype, device=x.device) for x in (q, k, v))
+    dq, dk, dv = (torch.empty(shape, dtype=q.dtype, device=q.device) for shape in shapes or (q.shape, k.shape, v.shape))
     if not z:
         return dq, dk, dv
     kernels, c = _kernels(), plan.constants
@@ -326,19 +331,32 @@ def _backward(q, k, v, out, lse, dout, plan: _Plan, sm_scale: float) -> tuple[to
     return dq, dk, dv
 
 
+def _as_3d(q, k, v) -> tuple[torch.Tensor, ...]:
+    """q, k, v as (Z, n, d) with Z the product of the leading dims: views when the strides allow."""
+    if q.dim() == 3:
+        return q, k, v
+    z, d = math.prod(q.shape[:-2]), q.shape[-1]
+    return tuple(x.reshape(z, x.shape[-2], d) for x in (q, k, v))
+
+
 class _FlashAttention(torch.autograd.Function):
-    """The Triton forward, with a Triton backward that recomputes the weights tile by tile."""
+    """The Triton forward, with a Triton backward that recomputes the weights tile by tile.
+
+    Takes and returns tensors with any leading dims, reshaped (as views) only inside, and returns
+    freshly allocated outputs, never views: autograd records one node per call and nothing else.
+    """
 
     @staticmethod
     def forward(ctx, q, k, v, plan: _Plan, sm_scale: float):
-        out, lse = _forward(q, k, v, plan, sm_scale)
-        ctx.save_for_backward(q, k, v, out, lse)  # O(n) extra: lse, not the n_q x n_k weights
-        ctx.plan, ctx.sm_scale = plan, sm_scale
+        q3, k3, v3 = _as_3d(q, k, v)
+        out, lse = _forward(q3, k3, v3, plan, sm_scale, q.shape)
+        ctx.save_for_backward(q3, k3, v3, out, lse)  # O(n) extra: lse, not the n_q x n_k weights
+        ctx.plan, ctx.sm_scale, ctx.shapes = plan, sm_scale, (q.shape, k.shape, v.shape)
         return out
 
     @staticmethod
     def backward(ctx, dout):
-        dq, dk, dv = _backward(*ctx.saved_tensors, dout.contiguous(), ctx.plan, ctx.sm_scale)
+        dq, dk, dv = _backward(*ctx.saved_tensors, dout.contiguous(), ctx.plan, ctx.sm_scale, ctx.shapes)
         return dq, dk, dv, None, None
 
 
@@ -357,13 +375,6 @@ def flash_attention(q, k, v, *, causal=False, scale=None, temperature=1.0, block
     if block_n is not None:
         _check_block("block_n", block_n)
     plan = _plan(q.device, q.dtype, d, causal, block_m, block_n)
-    if q.dim() == 3:
-        q3, k3, v3 = q, k, v
-    else:
-        z = math.prod(q.shape[:-2])
-        q3, k3, v3 = (x.reshape(z, x.shape[-2], d) for x in (q, k, v))  # (Z, n, d), views when possible
     if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
-        out = _FlashAttention.apply(q3, k3, v3, plan, sm_scale)
-    else:  # inference: no autograd node, nothing saved
-        out, _ = _forward(q3, k3, v3, plan, sm_scale)
-    return out if q.dim() == 3 else out.view(q.shape)  # (..., n_q, d)
+        return _FlashAttention.apply(q, k, v, plan, sm_scale)  # (..., n_q, d)
+    return _forward(*_as_3d(q, k, v), plan, sm_scale, q.shape)[0]  # inference: no autograd node, nothing saved
