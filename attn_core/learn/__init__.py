@@ -1,0 +1,31 @@
+"""Watch attention learn: toy tasks with a known right alignment, a tiny model, and a training loop with snapshots."""
+
+from attn_core.learn.model import TinyAttentionModel
+from attn_core.learn.tasks import TASK_NAMES, Batch, Task, make_task, parse_tokens
+from attn_core.learn.train import (
+    LearnConfig,
+    Prediction,
+    Snapshot,
+    TrainResult,
+    predict,
+    snapshot_steps,
+    train,
+    train_iter,
+)
+
+__all__ = [
+    "TASK_NAMES",
+    "Batch",
+    "LearnConfig",
+    "Prediction",
+    "Snapshot",
+    "Task",
+    "TinyAttentionModel",
+    "TrainResult",
+    "make_task",
+    "parse_tokens",
+    "predict",
+    "snapshot_steps",
+    "train",
+    "train_iter",
+]
