@@ -1,5 +1,22 @@
 """attn_core: exact, tested attention in PyTorch, and the analysis helpers of Attention Explorer."""
 
+from attn_core.learn import (
+    TASK_NAMES,
+    LearnConfig,
+    Prediction,
+    ScalingComparison,
+    Snapshot,
+    Task,
+    TinyAttentionModel,
+    TrainResult,
+    compare_scaling,
+    make_task,
+    predict,
+    run_summary,
+    snapshot_steps,
+    train,
+    train_iter,
+)
 from attn_core.masks import block_causal_mask, causal_mask, padding_mask, sliding_window_mask
 from attn_core.multihead import MultiHeadAttention
 from attn_core.naive import masked_softmax, naive_attention
@@ -27,12 +44,21 @@ from attn_core.symmetry import (
 from attn_core.tiled import TiledTrace, TileStep, tiled_attention, tiled_attention_trace
 
 __all__ = [
+    "TASK_NAMES",
     "AdditiveAttention",
+    "LearnConfig",
     "MultiHeadAttention",
+    "Prediction",
+    "ScalingComparison",
+    "Snapshot",
+    "Task",
     "TileStep",
     "TiledTrace",
+    "TinyAttentionModel",
+    "TrainResult",
     "block_causal_mask",
     "causal_mask",
+    "compare_scaling",
     "cosine_similarity_samples",
     "entropy",
     "equivariance_error",
@@ -42,6 +68,7 @@ __all__ = [
     "jacobian_norm",
     "kernel_weights",
     "make_permutation",
+    "make_task",
     "masked_softmax",
     "nadaraya_watson",
     "naive_attention",
@@ -49,7 +76,9 @@ __all__ = [
     "parameter_count",
     "parse_permutation",
     "permutation_matrix",
+    "predict",
     "random_logits",
+    "run_summary",
     "sample_score_prefixes",
     "sample_scores",
     "saturation_summary",
@@ -58,11 +87,14 @@ __all__ = [
     "single_period_encoding",
     "sinusoidal_encoding",
     "sliding_window_mask",
+    "snapshot_steps",
     "softmax_jacobian",
     "theoretical_score_mean",
     "theoretical_score_variance",
     "tiled_attention",
     "tiled_attention_trace",
+    "train",
+    "train_iter",
 ]
 
 

@@ -10,6 +10,7 @@ Everything flows from `seed`: the same config gives the same numbers on a rerun 
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 
@@ -25,6 +26,7 @@ OPTIMIZERS = ("adam", "sgd")
 MAX_STEPS = 5000
 MAX_D_MODEL = 512
 MAX_WORK_FLOPS = 2e12  # ~ a minute of one core: the settings a page may ask for, whatever their mix
+LR_WIDTH = 64  # the task's default lr is for d_model <= 64; a wider model gets lr x 64 / d_model
 # per task: steps, learning rate and causal self-attention layers over the source that its default run uses
 TASK_DEFAULTS = {
     "reverse": {"steps": 300, "lr": 1e-2, "encoder_layers": 0},
@@ -36,7 +38,12 @@ TASK_DEFAULTS = {
 
 @dataclass(frozen=True)
 class LearnConfig:
-    """Settings of one training run; None takes the task's default (TASK_DEFAULTS, tasks.TASK_SIZES)."""
+    """Settings of one training run; None takes the task's default (TASK_DEFAULTS, tasks.TASK_SIZES).
+
+    lr=None: the task's default, times 64 / d_model above d_model = 64 (measured: lr 1e-2 made reverse
+    diverge at d_model 256, scaled or not; 2.5e-3 learns it).
+    init_scale multiplies the initial W_Q and W_K, so Var(q.k) at step 0 is about d_k init_scale^4.
+    """
 
     task: str = "reverse"
     length: int | None = None
@@ -61,7 +68,9 @@ class LearnConfig:
         """This config with every None replaced by the task's default, after checking every field."""
         if self.task not in TASK_NAMES:
             raise ValueError(f"task must be one of {TASK_NAMES}, got {self.task!r}")
-        defaults = TASK_DEFAULTS[self.task]
+        defaults = dict(TASK_DEFAULTS[self.task])
+        if isinstance(self.d_model, int) and self.d_model > LR_WIDTH:
+            defaults["lr"] *= LR_WIDTH / self.d_model
         cfg = replace(self, **{k: v for k, v in defaults.items() if getattr(self, k) is None})
         _validate(cfg)
         return cfg
@@ -164,6 +173,7 @@ class TrainResult:
     model: TinyAttentionModel
     snapshots: list[Snapshot] = field(default_factory=list)
     stopped: bool = False  # the keep_going callback ended the run early
+    seconds: float = 0.0  # wall time of the training (the only number that differs between reruns)
 
     @property
     def final(self) -> Snapshot:
@@ -252,7 +262,7 @@ def train_iter(
         loss = F.cross_entropy(logits.flatten(0, 1), batch.target.flatten())
         opt.zero_grad(set_to_none=True)
         loss.backward()
-        loss_value = float(loss)
+        loss_value = float(loss.detach())
         window["loss"].append(loss_value)
         window["accuracy"].append(_accuracy(logits.detach(), batch.target)[0])
         window["grad_q"].append(float(w_q.grad.norm()))
@@ -281,10 +291,11 @@ def train(
     cfg = config.resolved()
     task = build_task(cfg)
     result = TrainResult(cfg, task, build_model(cfg, task))
-    steps = cfg.steps
+    start = time.perf_counter()
     for _, snap in train_iter(cfg, keep_going=keep_going, progress=progress, model=result.model):
         result.snapshots.append(snap)
-    result.stopped = result.final.step < steps
+    result.stopped = result.final.step < cfg.steps
+    result.seconds = time.perf_counter() - start
     return result
 
 
