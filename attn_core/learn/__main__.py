@@ -24,7 +24,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--task", choices=TASK_NAMES, default="reverse")
     p.add_argument("--length", type=int, help="sequence length (recall: key-value pairs); default: the task's")
     p.add_argument("--vocab-size", type=int, help="symbols (recall: keys); default: the task's")
-    p.add_argument("--offset", type=int, default=3, help="copy_offset's shift")
+    p.add_argument("--offset", type=int, help="copy_offset's shift (default min(3, length - 1))")
     p.add_argument("--d-model", type=int, default=64)
     p.add_argument("--heads", type=int, default=1)
     p.add_argument("--layers", type=int, default=1, help="cross-attention layers")

@@ -28,6 +28,7 @@ TASK_NAMES = ("reverse", "copy_offset", "reorder", "recall")
 SPLITS = ("train", "heldout")
 BLANK = "_"  # the query token of target positions that only know where they are
 HELDOUT_EVERY = 5  # one sequence in five (by hash) is held out
+MAX_ROUNDS = 50  # draws before a split is declared (nearly) empty: only in tasks of a handful of sequences
 MAX_TEXT = 400  # characters of typed input
 
 # reorder: a 7-word sentence of a made-up language, in subject-verb-object order with adjectives before nouns,
@@ -92,12 +93,19 @@ class Task:
         if split not in SPLITS:
             raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
         sources, queries, have = [], [], 0
-        while have < batch_size:  # 2x oversampling: about one pass for "train", three for "heldout"
+        for _ in range(MAX_ROUNDS):  # 2x oversampling: about one pass for "train", three for "heldout"
+            if have >= batch_size:
+                break
             source, query = self._draw(2 * batch_size, gen)
             keep = is_heldout(source, query) == (split == "heldout")
             sources.append(source[keep])
             queries.append(query[keep])
             have += int(keep.sum())
+        else:
+            raise ValueError(
+                f"task {self.name!r} has too few distinct sequences to hold some out ({split} found {have} of "
+                f"{batch_size}): use a longer sequence (length) or more symbols (vocab_size)"
+            )
         return self.label(torch.cat(sources)[:batch_size], torch.cat(queries)[:batch_size])
 
     def encode(self, tokens) -> tuple[torch.Tensor, torch.Tensor]:
@@ -161,40 +169,40 @@ def _letters(n: int) -> tuple[str, ...]:
     return tuple(string.ascii_lowercase[:n])
 
 
-class Reverse(Task):
-    name, summary = "reverse", "write the sequence backwards: target i looks at source n-1-i"
+class FixedPermutation(Task):
+    """Random symbols in; the same symbols out, target i taking source perm[i]: A is a permutation matrix."""
 
-    def __init__(self, length: int, vocab_size: int):
-        super().__init__((*_letters(vocab_size), BLANK), length, length)
-        self.n_symbols = vocab_size
+    def __init__(self, symbols: tuple[str, ...], perm: list[int]):
+        super().__init__((*symbols, BLANK), len(perm), len(perm))
+        self.n_symbols, self.perm = len(symbols), torch.tensor(perm)
 
     def _draw(self, n, gen):
         return torch.randint(self.n_symbols, (n, self.source_len), generator=gen), self.blank_query(n)
 
     def target_positions(self, source, query):
-        return torch.arange(self.source_len - 1, -1, -1).expand(source.shape[0], -1)
+        return self.perm.expand(source.shape[0], -1)
 
 
-class CopyOffset(Reverse):
+class Reverse(FixedPermutation):
+    name, summary = "reverse", "write the sequence backwards: target i looks at source n-1-i"
+
+    def __init__(self, length: int, vocab_size: int):
+        super().__init__(_letters(vocab_size), list(range(length - 1, -1, -1)))
+
+
+class CopyOffset(FixedPermutation):
     name, summary = "copy_offset", "copy the sequence rotated by an offset: target i looks at source i+offset"
 
     def __init__(self, length: int, vocab_size: int, offset: int):
-        super().__init__(length, vocab_size)
+        super().__init__(_letters(vocab_size), [(i + offset) % length for i in range(length)])
         self.offset = offset
 
-    def target_positions(self, source, query):
-        return ((torch.arange(self.target_len) + self.offset) % self.source_len).expand(source.shape[0], -1)
 
-
-class Reorder(Reverse):
+class Reorder(FixedPermutation):
     name, summary = "reorder", "subject-verb-object to subject-object-verb, adjective after noun: a fixed permutation"
 
     def __init__(self, vocab_size: int):
-        Task.__init__(self, (*SYLLABLES[:vocab_size], BLANK), len(REORDER), len(REORDER))
-        self.n_symbols = vocab_size
-
-    def target_positions(self, source, query):
-        return torch.tensor(REORDER).expand(source.shape[0], -1)
+        super().__init__(SYLLABLES[:vocab_size], list(REORDER))
 
 
 class Recall(Task):
@@ -246,11 +254,16 @@ TASK_SIZES = {
 }
 
 
-def make_task(name: str, *, length: int | None = None, vocab_size: int | None = None, offset: int = 3) -> Task:
+def make_task(
+    name: str, *, length: int | None = None, vocab_size: int | None = None, offset: int | None = None
+) -> Task:
     """Build a task; length is the sequence length (recall: the number of pairs), vocab_size its symbols
-    (recall: its keys). None takes the task's default; reorder's sentence is fixed."""
+    (recall: its keys), offset copy_offset's shift (default min(3, length - 1)). None takes the task's
+    default; reorder's sentence length is fixed."""
     if name not in TASK_NAMES:
         raise ValueError(f"task must be one of {TASK_NAMES}, got {name!r}")
+    if offset is not None:
+        check_int("offset", offset, minimum=0, maximum=TASK_SIZES["copy_offset"][1][1] - 1)
     default_len, len_range, default_vocab, vocab_range = TASK_SIZES[name]
     vocab_size = default_vocab if vocab_size is None else vocab_size
     check_int("vocab_size", vocab_size, minimum=vocab_range[0], maximum=vocab_range[1])
@@ -264,5 +277,6 @@ def make_task(name: str, *, length: int | None = None, vocab_size: int | None = 
             raise ValueError(f"length (pairs) must be <= vocab_size (distinct keys) = {vocab_size}, got {length}")
         return Recall(length, vocab_size)
     if name == "copy_offset":
-        return CopyOffset(length, vocab_size, check_int("offset", offset, minimum=0, maximum=length - 1))
+        offset = min(3, length - 1) if offset is None else check_int("offset", offset, minimum=0, maximum=length - 1)
+        return CopyOffset(length, vocab_size, offset)
     return Reverse(length, vocab_size)

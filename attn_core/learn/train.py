@@ -48,7 +48,7 @@ class LearnConfig:
     task: str = "reverse"
     length: int | None = None
     vocab_size: int | None = None
-    offset: int = 3  # copy_offset only
+    offset: int | None = None  # copy_offset only: its shift, default min(3, length - 1)
     d_model: int = 64
     num_heads: int = 1
     layers: int = 1
@@ -83,8 +83,10 @@ class LearnConfig:
 def _validate(cfg: LearnConfig) -> None:
     check_int("d_model", cfg.d_model, minimum=2, maximum=MAX_D_MODEL)
     check_int("num_heads", cfg.num_heads, minimum=1, maximum=4)
-    if cfg.d_model % (2 * cfg.num_heads):
-        raise ValueError(f"d_model must be an even multiple of num_heads={cfg.num_heads}, got {cfg.d_model}")
+    if cfg.d_model % 2 or cfg.d_model % cfg.num_heads:
+        raise ValueError(
+            f"d_model must be even (sin/cos positions) and divisible by num_heads={cfg.num_heads}, got {cfg.d_model}"
+        )
     check_int("layers", cfg.layers, minimum=1, maximum=2)
     check_int("encoder_layers", cfg.encoder_layers, minimum=0, maximum=2)
     check_int("mlp_ratio", cfg.mlp_ratio, minimum=1, maximum=4)
