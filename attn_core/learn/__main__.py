@@ -10,6 +10,9 @@ import sys
 from collections.abc import Sequence
 from dataclasses import fields
 
+import torch
+
+from attn_core._checks import check_int
 from attn_core.learn.scaling import compare_scaling
 from attn_core.learn.tasks import TASK_NAMES
 from attn_core.learn.train import OPTIMIZERS, LearnConfig, Snapshot, TrainResult, train
@@ -39,6 +42,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--compare", action="store_true", help="train scaled and unscaled, print both")
     p.add_argument("--d-k", type=int, help="with --compare: d_k per head (d_model = d_k x heads)")
+    p.add_argument("--threads", type=int, default=1, help="torch threads (tiny matrices: 1 is fastest)")
     return p
 
 
@@ -80,17 +84,21 @@ def _print_run(title: str, result: TrainResult) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    threads = torch.get_num_threads()
     try:
-        cfg = _config(args).resolved()
+        torch.set_num_threads(check_int("threads", args.threads, minimum=1, maximum=64))
+        return _run(args)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _run(args: argparse.Namespace) -> int:
+    cfg = _config(args).resolved()
     if args.compare:
-        try:
-            both = compare_scaling(cfg, d_k=args.d_k)
-        except ValueError as e:
-            print(f"error: {e}", file=sys.stderr)
-            return 2
+        both = compare_scaling(cfg, d_k=args.d_k)
         for name, run in (("scaled (1/sqrt(d_k))", both.scaled), ("unscaled", both.unscaled)):
             _print_run(name, run)
         return 0

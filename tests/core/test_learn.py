@@ -225,3 +225,5 @@ def test_cli_prints_progress_and_final_numbers(capsys):
     assert "final: held-out accuracy" in out.out and "alignment mass" in out.out and "step 4/4" in out.err
     assert main(["--task", "reverse", "--steps", "0"]) == 2
     assert "steps must be" in capsys.readouterr().err
+    assert main(["--compare", "--d-k", "1"]) == 2
+    assert "d_k must be" in capsys.readouterr().err
