@@ -25,6 +25,7 @@ from attn_core.stats import entropy
 OPTIMIZERS = ("adam", "sgd")
 MAX_STEPS = 5000
 MAX_D_MODEL = 512
+MAX_WEIGHT = 1e6  # |weight| beyond this counts as divergence (q.k stays far inside float32 below it)
 MAX_WORK_FLOPS = 2e12  # ~ a minute of one core: the settings a page may ask for, whatever their mix
 LR_WIDTH = 64  # the task's default lr is for d_model <= 64; a wider model gets lr x 64 / d_model
 # per task: steps, learning rate and causal self-attention layers over the source that its default run uses
@@ -147,6 +148,8 @@ class Snapshot:
     qk_var: Var(q.k) of cross1's unscaled learned q, k over the probe batch; qk_var_iid: d_k Var(q_i) Var(k_i),
     what independent components of the measured variances would give (d_k for unit variances).
     logit_std: the standard deviation of the logits q.k * scale that the softmax actually sees.
+    diverged: training stopped here because a weight ran past MAX_WEIGHT or this step's loss or gradient
+    was not finite (lower lr or init_scale); the window means then cover the finite steps only (NaN if none).
     """
 
     step: int
@@ -166,6 +169,7 @@ class Snapshot:
     qk_var: float
     qk_var_iid: float
     logit_std: float
+    diverged: bool = False
 
 
 @dataclass
@@ -174,8 +178,12 @@ class TrainResult:
     task: Task
     model: TinyAttentionModel
     snapshots: list[Snapshot] = field(default_factory=list)
-    stopped: bool = False  # the keep_going callback ended the run early
+    stopped: bool = False  # ended before config.steps: keep_going said stop, or training diverged
     seconds: float = 0.0  # wall time of the training (the only number that differs between reruns)
+
+    @property
+    def diverged(self) -> bool:
+        return self.final.diverged
 
     @property
     def final(self) -> Snapshot:
@@ -197,7 +205,7 @@ def _accuracy(logits: torch.Tensor, target: torch.Tensor) -> tuple[float, float]
 
 
 @torch.no_grad()
-def _probe(model: TinyAttentionModel, probe, window: dict[str, list[float]], step: int) -> Snapshot:
+def _probe(model: TinyAttentionModel, probe, window: dict[str, list[float]], step: int, diverged: bool) -> Snapshot:
     """Measure the model on the probe batch; `window` holds the per-step training numbers since the last one."""
     model.eval()
     logits, weights, qk = model(probe.source, probe.query, with_qk=True)
@@ -226,11 +234,17 @@ def _probe(model: TinyAttentionModel, probe, window: dict[str, list[float]], ste
         qk_var=float(dots.var()),
         qk_var_iid=iid,
         logit_std=float(dots.std()) * model.scale,
+        diverged=diverged,
     )
 
 
 def _mean(values: list[float]) -> float:
     return sum(values) / len(values) if values else math.nan
+
+
+def _runaway(model: torch.nn.Module) -> bool:
+    """A weight beyond MAX_WEIGHT (or not finite): training has blown up. Below it, every logit stays finite."""
+    return any(not bool(p.detach().abs().max() <= MAX_WEIGHT) for p in model.parameters())
 
 
 def _optimizer(cfg: LearnConfig, model: torch.nn.Module) -> torch.optim.Optimizer:
@@ -246,9 +260,14 @@ def train_iter(
     progress: Callable[[int, int, float], None] | None = None,
     model: TinyAttentionModel | None = None,
 ) -> Iterator[tuple[TinyAttentionModel, Snapshot]]:
-    """Train, yielding (model, snapshot) at each snapshot step; see `train` for the callbacks."""
+    """Train, yielding (model, snapshot) at each snapshot step; see `train` for the callbacks.
+
+    model: an untrained model from build_model(config) to train in place (default: a fresh one).
+    """
     cfg = config.resolved()
     task = build_task(cfg)
+    if model is not None and not isinstance(model, TinyAttentionModel):
+        raise ValueError(f"model must be a TinyAttentionModel from build_model, got {type(model).__name__}")
     model = build_model(cfg, task) if model is None else model
     data_gen = torch.Generator().manual_seed(cfg.seed + 1)  # the model's own init used generator(seed)
     probe = task.sample(cfg.eval_size, torch.Generator().manual_seed(cfg.seed + 2), "heldout")
@@ -256,6 +275,7 @@ def train_iter(
     w_q, w_k = model.decoder[0].attn.w_q.weight, model.decoder[0].attn.w_k.weight
     marks = set(snapshot_steps(cfg.steps, cfg.snapshots))
     window: dict[str, list[float]] = {"loss": [], "accuracy": [], "grad_q": [], "grad_k": []}
+    runaway = False
     # step t: the loss and gradient at the state after t updates, then update t+1 (none after the last)
     for step in range(cfg.steps + 1):
         stop = keep_going is not None and not keep_going(step)
@@ -265,16 +285,21 @@ def train_iter(
         opt.zero_grad(set_to_none=True)
         loss.backward()
         loss_value = float(loss.detach())
-        window["loss"].append(loss_value)
-        window["accuracy"].append(_accuracy(logits.detach(), batch.target)[0])
-        window["grad_q"].append(float(w_q.grad.norm()))
-        window["grad_k"].append(float(w_k.grad.norm()))
-        if step in marks or stop:
-            yield model, _probe(model, probe, window, step)
+        # an update from a non-finite loss or gradient would poison every weight: stop before it
+        grad_norm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), math.inf))  # inf: measure, no clip
+        diverged = runaway or not (math.isfinite(loss_value) and math.isfinite(grad_norm))
+        if not diverged:
+            window["loss"].append(loss_value)
+            window["accuracy"].append(_accuracy(logits.detach(), batch.target)[0])
+            window["grad_q"].append(float(w_q.grad.norm()))
+            window["grad_k"].append(float(w_k.grad.norm()))
+        if step in marks or stop or diverged:
+            yield model, _probe(model, probe, window, step, diverged)
             window = {key: [] for key in window}
-        if stop or step == cfg.steps:
+        if stop or diverged or step == cfg.steps:
             return
         opt.step()
+        runaway = _runaway(model)
         if progress is not None:
             progress(step + 1, cfg.steps, loss_value)
 
@@ -289,6 +314,7 @@ def train(
 
     keep_going(step) is asked before each step; returning False stops training there (a last snapshot
     is still taken, and result.stopped is True). progress(done, total, loss) is called after each update.
+    A weight past MAX_WEIGHT or a non-finite loss or gradient also stops it (result.diverged).
     """
     cfg = config.resolved()
     task = build_task(cfg)

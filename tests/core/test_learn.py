@@ -227,3 +227,11 @@ def test_cli_prints_progress_and_final_numbers(capsys):
     assert "steps must be" in capsys.readouterr().err
     assert main(["--compare", "--d-k", "1"]) == 2
     assert "d_k must be" in capsys.readouterr().err
+
+
+def test_divergence_stops_training_with_a_flag():
+    cfg = LearnConfig(optimizer="sgd", lr=1.0, init_scale=10.0, d_model=16, batch_size=8, eval_size=16, steps=200)
+    result = train(cfg)
+    assert result.diverged and result.stopped and 0 < result.final.step < 200
+    assert all(math.isfinite(s.heldout_loss) for s in result.snapshots)  # stopped before any weight became NaN
+    assert not train(LearnConfig(steps=5, snapshots=2, d_model=16, batch_size=8, eval_size=16)).diverged
