@@ -3,8 +3,8 @@
 With unit-variance q and k components, Var(q.k) = d_k, so unscaled logits start with a spread of
 sqrt(d_k) init_scale^2 instead of init_scale^2: the softmax starts peaked on arbitrary source positions.
 Under Adam, an update of W_Q or W_K also moves unscaled logits sqrt(d_k) times further. What we measured
-(reverse, seeds 0-2; see the README of attn_core.learn for the table): at d_k = 64 and init_scale 1 both
-runs learn, the unscaled one more slowly; at d_k = 256, or at d_k = 64 with init_scale 2, the unscaled
+(reverse, seeds 0-2; benchmarks/learn_scaling.md, by `python -m tools.learn_scaling`): at d_k = 64 and
+init_scale 1 both runs learn, the unscaled one more slowly; at d_k = 256, or at d_k = 64 with init_scale 2, the unscaled
 logits grow to a spread of hundreds within a few dozen steps, the softmax saturates (entropy near 0,
 largest weight near 1) on wrong positions, the gradient reaching W_Q and W_K drops by an order of
 magnitude while the loss is still near chance, and the run stays stuck; the scaled run learns.

@@ -235,3 +235,15 @@ def test_divergence_stops_training_with_a_flag():
     assert result.diverged and result.stopped and 0 < result.final.step < 200
     assert all(math.isfinite(s.heldout_loss) for s in result.snapshots)  # stopped before any weight became NaN
     assert not train(LearnConfig(steps=5, snapshots=2, d_model=16, batch_size=8, eval_size=16)).diverged
+
+
+def test_two_layers_four_heads_and_a_source_self_attention():
+    cfg = LearnConfig(task="recall", layers=2, num_heads=4, d_model=16, encoder_layers=2, steps=3, snapshots=2)
+    result = train(cfg)
+    n_s = result.task.source_len
+    shapes = {name: tuple(w.shape) for name, w in result.final.attention.items()}
+    assert shapes == {"self1": (4, n_s, n_s), "self2": (4, n_s, n_s), "cross1": (4, 1, n_s), "cross2": (4, 1, n_s)}
+    assert set(result.final.alignment_mass) == {"cross1", "cross2"}
+    assert result.final.alignment_mass["cross1"].shape == (4,)
+    causal = result.final.attention["self1"][0]
+    assert float(causal.triu(diagonal=1).abs().max()) == 0.0  # the source reads left to right
