@@ -2,6 +2,23 @@
 
 from attn_core.backward import AttentionGrads, attention_backward, attention_backward_autograd
 from attn_core.bilinear import asymmetry, projected_scores
+from attn_core.learn import (
+    TASK_NAMES,
+    LearnConfig,
+    Prediction,
+    ScalingComparison,
+    Snapshot,
+    Task,
+    TinyAttentionModel,
+    TrainResult,
+    compare_scaling,
+    make_task,
+    predict,
+    run_summary,
+    snapshot_steps,
+    train,
+    train_iter,
+)
 from attn_core.masks import (
     block_causal_mask,
     causal_mask,
@@ -40,16 +57,25 @@ from attn_core.symmetry import (
 from attn_core.tiled import TiledTrace, TileStep, tiled_attention, tiled_attention_trace
 
 __all__ = [
+    "TASK_NAMES",
     "AdditiveAttention",
     "AttentionGrads",
+    "LearnConfig",
     "MultiHeadAttention",
+    "Prediction",
+    "ScalingComparison",
+    "Snapshot",
+    "Task",
     "TileStep",
     "TiledTrace",
     "asymmetry",
     "attention_backward",
     "attention_backward_autograd",
+    "TinyAttentionModel",
+    "TrainResult",
     "block_causal_mask",
     "causal_mask",
+    "compare_scaling",
     "cosine_similarity_samples",
     "entropy",
     "equivariance_error",
@@ -61,6 +87,7 @@ __all__ = [
     "jacobian_norm",
     "kernel_weights",
     "make_permutation",
+    "make_task",
     "masked_softmax",
     "nadaraya_watson",
     "naive_attention",
@@ -72,6 +99,9 @@ __all__ = [
     "projected_scores",
     "random_logits",
     "renormalise",
+    "predict",
+    "random_logits",
+    "run_summary",
     "sample_score_prefixes",
     "sample_scores",
     "saturation_summary",
@@ -82,12 +112,15 @@ __all__ = [
     "single_period_encoding",
     "sinusoidal_encoding",
     "sliding_window_mask",
+    "snapshot_steps",
     "softmax_jacobian",
     "theoretical_score_kurtosis",
     "theoretical_score_mean",
     "theoretical_score_variance",
     "tiled_attention",
     "tiled_attention_trace",
+    "train",
+    "train_iter",
 ]
 
 

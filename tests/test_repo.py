@@ -59,5 +59,7 @@ def test_library_declares_its_own_dependencies():
     deps = project["project"]["dependencies"]
     assert [d.split(">")[0].split("=")[0] for d in deps] == ["torch"]
     assert project["project"]["optional-dependencies"]["triton"][0].startswith("triton")
-    assert project["tool"]["setuptools"]["packages"] == ["attn_core"]
+    packages = project["tool"]["setuptools"]["packages"]
+    subpackages = sorted("attn_core." + p.parent.name for p in (ROOT / "attn_core").glob("*/__init__.py"))
+    assert packages == ["attn_core", *subpackages] == ["attn_core", "attn_core.learn"]  # every one ships
     assert "pip install ." in (ROOT / "README.md").read_text()

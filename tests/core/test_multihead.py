@@ -62,3 +62,19 @@ def test_bad_arguments():
         mha(torch.randn(2, 3, 7))
     with pytest.raises(ValueError, match="key and value"):
         mha(torch.randn(2, 3, 8), torch.randn(2, 4, 8), torch.randn(2, 5, 8))
+
+
+def test_scale_reaches_the_logits_and_queries_keys_are_the_ones_used():
+    torch.manual_seed(2)
+    x = rand(2, 5, 8)
+    scaled, unscaled = MultiHeadAttention(8, 2).double(), MultiHeadAttention(8, 2, scale=1.0).double()
+    unscaled.load_state_dict(scaled.state_dict())
+    q, k = scaled.queries_keys(x)
+    assert q.shape == k.shape == (2, 2, 5, 4)
+    logits = q @ k.transpose(-2, -1)  # (B, H, n, n), unscaled
+    torch.testing.assert_close(scaled(x)[1], torch.softmax(logits / 2.0, dim=-1))  # 1/sqrt(d_k = 4)
+    torch.testing.assert_close(unscaled(x)[1], torch.softmax(logits, dim=-1))
+    with pytest.raises(ValueError, match="scale"):
+        MultiHeadAttention(8, 2, scale=0.0)
+    with pytest.raises(ValueError, match="key must have shape"):
+        scaled.queries_keys(x, torch.randn(2, 3, 7))
