@@ -1,5 +1,6 @@
 """Attention Explorer: the router. Page config, navigation by section, the sidebar every page shares."""
 
+import gc
 import time
 
 import streamlit as st
@@ -16,6 +17,16 @@ torch.set_num_threads(1)
 RUN_CPU = "_run_cpu_ms"  # this run's CPU time in the script thread (tools.page_rerender reads it)
 _started = time.thread_time()
 
+
+@st.cache_resource
+def _freeze_import_heap() -> None:
+    """Once per process: move the ~250,000 objects of the imported libraries out of the collector's generations, so
+    Python's automatic collections (the only ones left: .streamlit/config.toml turns postScriptGC off) stay short."""
+    gc.collect()
+    gc.freeze()
+
+
+_freeze_import_heap()
 st.set_page_config(page_title="Attention Explorer", page_icon=":material/visibility:", layout="wide")
 
 sidebar()  # first: the language it sets titles the navigation
