@@ -12,28 +12,34 @@ Each row's `causal` field says what that row computed.
 Measurements, per (n, method):
 1. Time: `warmup` untimed calls, then `repeats` timed calls -> median, p10, p90, min in ms.
    CPU: time.perf_counter around each call. CUDA: a pair of CUDA events around each call.
-2. Peak memory, from one more call kept apart from the timed ones (the profiler slows it down):
+2. Peak memory, from one more call kept apart from the timed ones (counting slows it down):
    - CUDA: reset_peak_memory_stats(), then peak_mem_total_bytes = max_memory_allocated() and
      peak_mem_bytes = that minus memory_allocated() just before the call (the inputs).
-   - CPU: the caching-free CPU allocator keeps no statistics, RSS is blurred by glibc's free lists
-     and tracemalloc does not see tensor storage. So the call runs under
-     torch.profiler.profile(activities=[CPU], profile_memory=True): every allocation (+bytes) and
-     free (-bytes) of PyTorch's CPU allocator becomes a `[memory]` event in the kineto results.
-     In chronological order, the maximum of their running sum is peak_mem_bytes, the memory the
-     call needed on top of what was live before it; peak_mem_total_bytes adds the input bytes.
-     Scratch buffers that oneDNN/MKL allocate themselves are not seen (they are small).
+   - CPU: the CPU allocator keeps no statistics, RSS is blurred by glibc's free lists and
+     tracemalloc does not see tensor storage. So the call runs under LiveTensorBytes, a
+     TorchDispatchMode that sees every tensor an ATen op returns: a storage that is none of the
+     op's inputs' (not a view, not an in-place or out= result) is new, and its bytes count as live
+     until a weak reference on the storage says it was freed. The maximum is peak_mem_bytes, the
+     memory the call needed on top of what was live before it; peak_mem_total_bytes adds the input
+     bytes. The counter holds one weak reference per live storage, so what it costs does not grow
+     with the number of tiles (torch.profiler with profile_memory=True, used before, kept one event
+     per allocation and op: about 1 GB at n=4096 with 64 x 64 tiles, for a call needing 12 MiB).
+     Not seen: scratch buffers a kernel allocates and frees inside one op (SDPA's per-thread
+     buffers, about 1 MiB on 2 threads; oneDNN/MKL's own).
      Check (B=1, H=4, d=64, fp32, n=2048): naive peaks at 3.0015 x B*H*n*n*4 bytes (logits,
      logits - max and exp live at once, or logits, exp and weights), naive_masked at 4.0015 x
-     (plus the masked copy); tiled with 512 x 512 blocks at 0.27 x (three (n, d) arrays: the
-     scaled q, the output blocks and their torch.cat, plus about three 512 x 512 tiles, per head);
-     SDPA at 0.05 x.
+     (plus the masked copy); tiled stays within tiled_working_bytes (a few (n, d) arrays and
+     tiles); SDPA at 0.03 x (its output and log-sum-exp). The profiler measured the same numbers
+     for naive and tiled to the byte.
    theory_scores_bytes = B*H*n*n*bytes(dtype), one score matrix, is reported beside it.
 3. Throughput: tflops = flops / median time, flops = 4*B*H*n^2*d (q k^T and p v, 2*n^2*d each),
    halved for causal rows (the useful work, as FlashAttention's benchmarks count it).
 
-Memory budget: naive methods hold SCORE_COPIES[method] score matrices at once (measured above,
-in the softmax dtype: fp32 for half inputs). An entry whose estimate exceeds memory_budget_mb is
-not run but reported with status "skipped: ..."; an entry that raises (out of memory, a kernel
+Memory budget: an entry needs its inputs plus its working memory, estimated_bytes(): naive methods
+hold SCORE_COPIES[method] score matrices at once (measured above, in the softmax dtype: fp32 for
+half inputs), tiled what tiled_working_bytes says, SDPA and Triton their output and a few (n,)
+arrays. An entry whose estimate exceeds memory_budget_mb is not run but reported with status
+"skipped: ..." (so is every method at an n whose inputs alone exceed it); an entry that raises (out of memory, a kernel
 rejecting a shape) is reported with status "error: ...". Neither stops the run.
 
 Time limit: with time_limit_s set, a sequence length is started only while the run has taken less
@@ -55,20 +61,23 @@ import os
 import platform
 import shlex
 import sys
+import threading
 import time
+import weakref
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 
 import torch
 import torch.nn.functional as F
-from torch.profiler import ProfilerActivity, profile
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
 
 from attn_core import naive
 from attn_core._checks import check_int, check_positive
 from attn_core.budget import memory_budget
 from attn_core.masks import causal_mask
 from attn_core.naive import naive_attention, softmax_dtype
-from attn_core.tiled import tiled_attention
+from attn_core.tiled import tiled_attention, tiled_working_bytes
 
 METHODS = ("naive", "naive_masked", "tiled", "sdpa", "triton")
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
@@ -187,33 +196,54 @@ def attention_flops(batch: int, heads: int, n: int, d: int, causal: bool) -> int
     return flops // 2 if causal else flops
 
 
-def peak_live_bytes(events: Iterable[tuple[int, int]]) -> int:
-    """Max of the running sum of (time_ns, +alloc/-free bytes) events in time order, at least 0."""
-    live = peak = 0
-    for _, nbytes in sorted(events, key=lambda e: e[0]):  # stable: same-time events keep order
-        live += nbytes
-        peak = max(peak, live)
-    return peak
+class LiveTensorBytes(TorchDispatchMode):
+    """Bytes of tensor storage allocated inside the block and still alive: `live` now, `peak` at most.
 
-
-def _cpu_memory_events(prof) -> list[tuple[int, int]]:
-    """(time_ns, signed bytes) of every CPU allocator event the profiler saw.
-
-    Read from the raw kineto results: prof.events() attributes allocations to the enclosing op
-    and loses their order within it, which is exactly what the peak depends on.
+    Every ATen op's result is looked at once: a storage shared with one of the op's tensor arguments is
+    a view, an in-place or an out= result and allocates nothing; any other storage is new. A weak
+    reference on it subtracts its bytes when the last tensor using it is gone. The counter keeps one
+    reference per live storage, whatever the number of ops (what it costs is bounded by what it counts).
+    Scratch that a kernel allocates and frees inside one op is not seen.
     """
-    cpu = torch._C._autograd.DeviceType.CPU
-    return [
-        (e.start_ns(), e.nbytes())
-        for e in prof.profiler.kineto_results.events()
-        if e.name() == "[memory]" and e.device_type() == cpu
-    ]
+
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        # Nothing here is compiled: keep __torch_dispatch__ unwrapped. The default wraps it in
+        # torch._dynamo.disable, whose import adds about 175 MB to the process (measured, torch 2.13).
+        return False
+
+    def __init__(self):
+        super().__init__()
+        self.live = self.peak = 0
+        self._refs: dict[int, weakref.ref] = {}  # data_ptr -> weak reference that frees its bytes
+
+    def _freed(self, key: int, nbytes: int) -> None:
+        self.live -= nbytes
+        self._refs.pop(key, None)
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        results = [t for t in tree_leaves(out) if isinstance(t, torch.Tensor)]
+        if not results:
+            return out
+        inputs = {t.untyped_storage().data_ptr() for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)}
+        for t in results:
+            storage = t.untyped_storage()
+            key, nbytes = storage.data_ptr(), storage.nbytes()
+            if nbytes == 0 or key in inputs or key in self._refs:
+                continue
+            self._refs[key] = weakref.ref(storage, lambda _, key=key, nbytes=nbytes: self._freed(key, nbytes))
+            self.live += nbytes
+            self.peak = max(self.peak, self.live)
+        return out
 
 
 def _cpu_peak_bytes(fn: Callable[[], object]) -> int:
-    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
-        fn()  # the result is dropped inside the window: its free is recorded too
-    return peak_live_bytes(_cpu_memory_events(prof))
+    """Peak bytes of tensor storage that fn() allocates above what was live before (LiveTensorBytes)."""
+    counter = LiveTensorBytes()
+    with counter:
+        fn()  # the result is dropped inside the block: its free is counted too
+    return counter.peak
 
 
 def _cuda_peak_bytes(fn: Callable[[], object], device: torch.device) -> tuple[int, int]:
@@ -299,9 +329,18 @@ def method_is_causal(method: str, causal: bool) -> bool:
 
 
 def estimated_bytes(method: str, config: BenchConfig, n: int) -> int:
-    """Working memory the budget is checked against: the naive methods' score copies, else 0."""
-    scores = config.batch * config.heads * n * n * softmax_dtype(DTYPES[config.dtype]).itemsize
-    return SCORE_COPIES.get(method, 0) * scores
+    """What one entry needs, checked against the budget: its inputs (q, k, v and a mask) plus its working
+    memory (the naive methods' score copies, tiled_working_bytes, SDPA's output and log-sum-exp)."""
+    b, h, d, dtype = config.batch, config.heads, config.d, DTYPES[config.dtype]
+    f = softmax_dtype(dtype).itemsize
+    inputs = _qkv_bytes(config, n) + (n * n if method == "naive_masked" else 0)
+    if method in SCORE_COPIES:
+        work = SCORE_COPIES[method] * b * h * n * n * f + 2 * b * h * n * d * f  # + the output and its cast
+    elif method == "tiled":
+        work = tiled_working_bytes(b * h, n, n, d, d, dtype, config.block_q, config.block_k)
+    else:  # sdpa, triton: the output, the log-sum-exp and the fp32 row statistics
+        work = b * h * n * (d * dtype.itemsize + 4 * f)
+    return inputs + work
 
 
 # --- one entry, one run -----------------------------------------------------------------------
@@ -350,13 +389,14 @@ def _measure(row: dict, fn: Callable[[], object], config: BenchConfig) -> None:
     row["status"] = "ok"
 
 
-def _entry(config: BenchConfig, method: str, qkv: tuple[torch.Tensor, ...]) -> dict:
-    n = qkv[0].shape[-2]
-    row = _base_row(config, method, n, sum(x.numel() * x.element_size() for x in qkv))
+def _entry(config: BenchConfig, method: str, n: int, qkv: tuple[torch.Tensor, ...] | None) -> dict:
+    """One measured row; qkv may be None only when this entry is over the budget."""
+    row = _base_row(config, method, n, _qkv_bytes(config, n))
     need, budget = estimated_bytes(method, config, n), config.memory_budget_mb * 2**20
     if need > budget:
+        held = f"holds ~{SCORE_COPIES[method]} score copies, " if method in SCORE_COPIES else ""
         row["status"] = (
-            f"skipped: {method} holds ~{SCORE_COPIES[method]} score copies = {need / 2**20:.0f} MiB "
+            f"skipped: {method} {held}needs ~{need / 2**20:.0f} MiB with its inputs "
             f"> memory budget {config.memory_budget_mb:g} MiB"
         )
         return row
@@ -375,10 +415,13 @@ def _entry(config: BenchConfig, method: str, qkv: tuple[torch.Tensor, ...]) -> d
     return row
 
 
+def _qkv_bytes(config: BenchConfig, n: int) -> int:
+    return 3 * config.batch * config.heads * n * config.d * DTYPES[config.dtype].itemsize
+
+
 def _out_of_time(config: BenchConfig, method: str, n: int, elapsed: float) -> dict:
     """The row of an entry not run because the time limit had passed."""
-    itemsize = DTYPES[config.dtype].itemsize
-    row = _base_row(config, method, n, 3 * config.batch * config.heads * n * config.d * itemsize)
+    row = _base_row(config, method, n, _qkv_bytes(config, n))
     row["status"] = f"{TIME_LIMIT_STATUS} of {config.time_limit_s:g} s passed ({elapsed:.1f} s spent on smaller n)"
     return row
 
@@ -400,6 +443,7 @@ def _load_libc():
 
 
 _LIBC = _load_libc()
+_ONE_AT_A_TIME = threading.Lock()
 
 
 def run_benchmark(config: BenchConfig, progress: Progress | None = None) -> list[dict]:
@@ -408,18 +452,22 @@ def run_benchmark(config: BenchConfig, progress: Progress | None = None) -> list
     progress(done, total, label) is called before each entry, label naming it, and once at the end
     with done == total: enough to drive a progress bar. With config.time_limit_s, the sizes after the
     first that would start once the limit has passed are skipped (status TIME_LIMIT_STATUS ...).
+    Runs in one process take turns (a second caller waits): the budget then bounds the whole process,
+    and no run times its entries against another's.
     """
     rows, total = [], len(config.ns) * len(config.methods)
-    limit, start = config.time_limit_s, time.perf_counter()
-    with memory_budget(config.memory_budget_mb):  # the library's own guard agrees with the skips
+    budget = config.memory_budget_mb * 2**20
+    with _ONE_AT_A_TIME, memory_budget(config.memory_budget_mb):  # the library's own guard agrees with the skips
+        limit, start = config.time_limit_s, time.perf_counter()
         for i, n in enumerate(config.ns):
             elapsed = time.perf_counter() - start
             late = i > 0 and limit is not None and elapsed > limit
-            qkv = None if late else _inputs(config, n)
+            fits = not late and any(estimated_bytes(m, config, n) <= budget for m in config.methods)
+            qkv = _inputs(config, n) if fits else None  # never made when no entry could use them
             for method in config.methods:
                 if progress is not None:
                     progress(len(rows), total, f"{method} n={n}")
-                rows.append(_out_of_time(config, method, n, elapsed) if late else _entry(config, method, qkv))
+                rows.append(_out_of_time(config, method, n, elapsed) if late else _entry(config, method, n, qkv))
                 _release()
             del qkv  # free this n's inputs before the next, larger ones
     if progress is not None:

@@ -70,6 +70,22 @@ def _normalise(acc: torch.Tensor, row_sum: torch.Tensor) -> torch.Tensor:
     return acc / safe.unsqueeze(-1)
 
 
+def tiled_working_bytes(batch: int, n_q: int, n_k: int, d_k: int, d_v: int, dtype: torch.dtype, block_q, block_k):
+    """Bytes tiled_attention allocates beyond its inputs without a gradient (an upper bound, checked by tests).
+
+    batch: the product of the leading dims. Per (batch x head): the scaled q, the output blocks, their
+    concatenation and the cast to the output dtype (n x d each), fp32 copies of half k and v, three
+    block_q x block_k tiles and the running state of one query block.
+    """
+    f, io = softmax_dtype(dtype).itemsize, dtype.itemsize
+    bq, bk = min(block_q, n_q), min(block_k, n_k)
+    half = f != io
+    rows = n_q * d_k * f * (2 if half else 1) + n_q * d_v * (2 * f + (io if half else 0))
+    casts = n_k * (d_k + d_v) * f if half else 0
+    block = 3 * bq * bk * f + 3 * bq * d_v * f + 6 * bq * f
+    return batch * (rows + casts + block)
+
+
 def _prepare(q, k, v, mask, scale, temperature, block_q, block_k):
     """Validate, broadcast leading dims (views, no copies) and fold scale/temperature into q."""
     n_q, n_k, d_k, _ = check_qkv(q, k, v)

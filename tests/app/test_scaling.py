@@ -90,7 +90,7 @@ def test_every_control_changes_and_the_page_follows(open_page, recorded):
     at = open_page(PAGE, bench_methods=["naive", "tiled"])
     submit(at, **TINY, bench_budget_mb=64, bench_causal=True)
     assert "n = 128 … 512, d = 16, H = 1" in caption(at, "Live run (solid):")
-    assert "tile b = 32, causal, naive budget 64 MiB" in caption(at, "Live run (solid):")
+    assert "tile b = 32, causal, memory budget 64 MiB" in caption(at, "Live run (solid):")
     results = table(at, "peak ÷ scores")
     # naive has no causal flag (it is always full); tiled follows the checkbox
     assert dict(zip(results.method, results.causal, strict=True)) == {"naive": False, "tiled (online softmax)": True}
@@ -206,7 +206,7 @@ def test_the_form_travels_in_the_url_and_a_link_fills_it_in_without_running(open
     assert_clean(again)
     assert len(again.get("vega_lite_chart")) == 2
     assert "n = 128 … 512, d = 16, H = 1" in caption(again, "Live run (solid):")
-    assert "tile b = 32, causal, naive budget 64 MiB" in caption(again, "Live run (solid):")
+    assert "tile b = 32, causal, memory budget 64 MiB" in caption(again, "Live run (solid):")
 
 
 def test_a_link_without_form_settings_runs_at_once(open_page):
