@@ -4,7 +4,8 @@ Methods (all forward only, under torch.no_grad, on q, k, v of shape (B, H, n, d)
     naive         naive_attention(q, k, v): always unmasked (it has no causal flag)
     naive_masked  naive_attention(q, k, v, causal_mask(n)): always causal; beside `naive` it shows
                   what a bool mask costs (the mask is built beforehand and counted as an input)
-    tiled         tiled_attention(..., causal=config.causal, block_q, block_k)
+    tiled         tiled_attention(..., causal=config.causal, block_q, block_k): by default (None) its own
+                  tile sizes, default_blocks(n, n, device, causal); each row records the sizes used
     sdpa          torch.nn.functional.scaled_dot_product_attention(..., is_causal=config.causal)
     triton        attn_core.flash_triton.flash_attention (CUDA only, imported lazily)
 Each row's `causal` field says what that row computed.
@@ -77,7 +78,7 @@ from attn_core._checks import check_int, check_positive
 from attn_core.budget import memory_budget
 from attn_core.masks import causal_mask
 from attn_core.naive import naive_attention, softmax_dtype
-from attn_core.tiled import tiled_attention, tiled_working_bytes
+from attn_core.tiled import default_blocks, tiled_attention, tiled_working_bytes
 
 METHODS = ("naive", "naive_masked", "tiled", "sdpa", "triton")
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
@@ -131,8 +132,8 @@ class BenchConfig:
     repeats: int = 5
     warmup: int = 1
     memory_budget_mb: float = 2048.0
-    block_q: int = 512  # fastest on a 2-core CPU; tiled_attention's own default is 64
-    block_k: int = 512
+    block_q: int | None = None  # None: tiled_attention's own choice, default_blocks(n, n, device, causal)
+    block_k: int | None = None
     seed: int = 0
     time_limit_s: float | None = None  # None: no limit; else skip the remaining n once this has passed
 
@@ -141,8 +142,11 @@ class BenchConfig:
         set_ = object.__setattr__
         set_(self, "device", _check_device(self.device))
         set_(self, "ns", _check_ns(self.ns))
-        for name in ("d", "heads", "batch", "repeats", "block_q", "block_k"):
+        for name in ("d", "heads", "batch", "repeats"):
             check_int(name, getattr(self, name), minimum=1)
+        for name in ("block_q", "block_k"):
+            if getattr(self, name) is not None:
+                check_int(name, getattr(self, name), minimum=1)
         check_int("warmup", self.warmup, minimum=0)
         check_int("seed", self.seed, minimum=0)
         if self.dtype not in DTYPES:
@@ -328,6 +332,12 @@ def method_is_causal(method: str, causal: bool) -> bool:
     return {"naive": False, "naive_masked": True}.get(method, causal)
 
 
+def tile_sizes(config: BenchConfig, n: int) -> tuple[int, int]:
+    """(block_q, block_k) the tiled entry at n uses: the config's, or tiled_attention's default."""
+    bq, bk = default_blocks(n, n, config.device, config.causal)
+    return (bq if config.block_q is None else config.block_q), (bk if config.block_k is None else config.block_k)
+
+
 def estimated_bytes(method: str, config: BenchConfig, n: int) -> int:
     """What one entry needs, checked against the budget: its inputs (q, k, v and a mask) plus its working
     memory (the naive methods' score copies, tiled_working_bytes, SDPA's output and log-sum-exp)."""
@@ -337,7 +347,7 @@ def estimated_bytes(method: str, config: BenchConfig, n: int) -> int:
     if method in SCORE_COPIES:
         work = SCORE_COPIES[method] * b * h * n * n * f + 2 * b * h * n * d * f  # + the output and its cast
     elif method == "tiled":
-        work = tiled_working_bytes(b * h, n, n, d, d, dtype, config.block_q, config.block_k)
+        work = tiled_working_bytes(b * h, n, n, d, d, dtype, *tile_sizes(config, n))
     else:  # sdpa, triton: the output, the log-sum-exp and the fp32 row statistics
         work = b * h * n * (d * dtype.itemsize + 4 * f)
     return inputs + work
@@ -367,8 +377,8 @@ def _base_row(config: BenchConfig, method: str, n: int, input_bytes: int) -> dic
         heads=config.heads,
         batch=config.batch,
         causal=method_is_causal(method, config.causal),
-        block_q=config.block_q if tiled else None,
-        block_k=config.block_k if tiled else None,
+        block_q=tile_sizes(config, n)[0] if tiled else None,
+        block_k=tile_sizes(config, n)[1] if tiled else None,
         repeats=config.repeats,
         input_bytes=input_bytes,
         theory_scores_bytes=config.batch * config.heads * n * n * DTYPES[config.dtype].itemsize,
@@ -582,8 +592,8 @@ def _parser() -> argparse.ArgumentParser:
         default=dflt.memory_budget_mb,
         help="skip naive entries whose score copies exceed this",
     )
-    p.add_argument("--block-q", type=int, default=dflt.block_q, help="tiled query block")
-    p.add_argument("--block-k", type=int, default=dflt.block_k, help="tiled key block")
+    p.add_argument("--block-q", type=int, default=dflt.block_q, help="tiled query block (default: tiled's own)")
+    p.add_argument("--block-k", type=int, default=dflt.block_k, help="tiled key block (default: tiled's own)")
     p.add_argument("--seed", type=int, default=dflt.seed)
     p.add_argument(
         "--time-limit-s", type=float, default=None, help="skip the remaining n once the run has taken this long"

@@ -228,3 +228,16 @@ def test_past_the_time_limit_larger_n_are_skipped_and_reported(open_page, monkey
     warning = next(w.value for w in at.warning if "time limit" in w.value)
     assert "5 s per method" in warning and "naive from n = 256 skipped" in warning
     assert len(at.get("vega_lite_chart")) == 2  # n = 128 was measured and is drawn
+
+
+def test_tiles_default_to_the_librarys_choice_and_a_recorded_run_with_other_settings_says_so(open_page, recorded):
+    at = open_page(PAGE, bench_methods=["naive", "tiled"])
+    assert at.select_slider(key="bench_block").value == "auto"
+    submit(at, bench_max_n=512, bench_d=16, bench_heads=1)
+    assert "tile b = auto, 128×128 … 256×512" in caption(at, "Live run (solid):")
+    # the recorded CPU run (drawn by default) used d = 64, H = 4 and 64 x 64 tiles... at other n: d and H differ
+    warning = next(w.value for w in at.warning if "other settings" in w.value)
+    assert "d 16 live, 64 recorded" in warning and "H 1 live, 4 recorded" in warning
+    at.selectbox(key="bench_recorded").set_value("none").run()
+    assert_clean(at)
+    assert not any("other settings" in w.value for w in at.warning)
