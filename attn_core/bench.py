@@ -4,7 +4,8 @@ Methods (all forward only, under torch.no_grad, on q, k, v of shape (B, H, n, d)
     naive         naive_attention(q, k, v): always unmasked (it has no causal flag)
     naive_masked  naive_attention(q, k, v, causal_mask(n)): always causal; beside `naive` it shows
                   what a bool mask costs (the mask is built beforehand and counted as an input)
-    tiled         tiled_attention(..., causal=config.causal, block_q, block_k)
+    tiled         tiled_attention(..., causal=config.causal, block_q, block_k): by default (None) its own
+                  tile sizes, default_blocks(n, n, device, causal); each row records the sizes used
     sdpa          torch.nn.functional.scaled_dot_product_attention(..., is_causal=config.causal)
     triton        attn_core.flash_triton.flash_attention (CUDA only, imported lazily)
 Each row's `causal` field says what that row computed.
@@ -18,29 +19,35 @@ SDPA's at the same n (`tflops_vs_sdpa`, > 1: faster than SDPA).
 Measurements, per (n, method):
 1. Time: `warmup` untimed calls, then `repeats` timed calls -> median, p10, p90, min in ms.
    CPU: time.perf_counter around each call. CUDA: a pair of CUDA events around each call.
-2. Peak memory, from one more call kept apart from the timed ones (the profiler slows it down):
+2. Peak memory, from one more call kept apart from the timed ones (counting slows it down):
    - CUDA: reset_peak_memory_stats(), then peak_mem_total_bytes = max_memory_allocated() and
      peak_mem_bytes = that minus memory_allocated() just before the call (the inputs).
-   - CPU: the caching-free CPU allocator keeps no statistics, RSS is blurred by glibc's free lists
-     and tracemalloc does not see tensor storage. So the call runs under
-     torch.profiler.profile(activities=[CPU], profile_memory=True): every allocation (+bytes) and
-     free (-bytes) of PyTorch's CPU allocator becomes a `[memory]` event in the kineto results.
-     In chronological order, the maximum of their running sum is peak_mem_bytes, the memory the
-     call needed on top of what was live before it; peak_mem_total_bytes adds the input bytes.
-     Scratch buffers that oneDNN/MKL allocate themselves are not seen (they are small).
+   - CPU: the CPU allocator keeps no statistics, RSS is blurred by glibc's free lists and
+     tracemalloc does not see tensor storage. So the call runs under LiveTensorBytes, a
+     TorchDispatchMode that sees every tensor an ATen op returns: a storage that is none of the
+     op's inputs' (not a view, not an in-place or out= result) is new, and its bytes count as live
+     until a weak reference on the storage says it was freed. The maximum is peak_mem_bytes, the
+     memory the call needed on top of what was live before it; peak_mem_total_bytes adds the input
+     bytes. The counter holds one weak reference per live storage, so what it costs does not grow
+     with the number of tiles (torch.profiler with profile_memory=True, used before, kept one event
+     per allocation and op: about 1 GB at n=4096 with 64 x 64 tiles, for a call needing 12 MiB).
+     Not seen: scratch buffers a kernel allocates and frees inside one op (SDPA's per-thread
+     buffers, about 1 MiB on 2 threads; oneDNN/MKL's own).
      Check (B=1, H=4, d=64, fp32, n=2048): naive peaks at 3.0015 x B*H*n*n*4 bytes (logits,
      logits - max and exp live at once, or logits, exp and weights), naive_masked at 4.0015 x
-     (plus the masked copy); tiled with 512 x 512 blocks at 0.27 x (three (n, d) arrays: the
-     scaled q, the output blocks and their torch.cat, plus about three 512 x 512 tiles, per head);
-     SDPA at 0.05 x.
+     (plus the masked copy); tiled stays within tiled_working_bytes (a few (n, d) arrays and
+     tiles); SDPA at 0.03 x (its output and log-sum-exp). The profiler measured the same numbers
+     for naive and tiled to the byte.
    theory_scores_bytes = B*H*n*n*bytes(dtype), one score matrix, is reported beside it.
 3. Throughput: tflops = flops / median time, flops = 4*B*H*n^2*d (q k^T and p v, 2*n^2*d each),
    halved for causal rows (the useful work, as FlashAttention's benchmarks count it); fwd_bwd rows
    count 3.5x that (the backward's five n^2 d products = 2.5 forwards, FlashAttention-2's convention).
 
-Memory budget: naive methods hold SCORE_COPIES[method] score matrices at once (measured above,
-in the softmax dtype: fp32 for half inputs). An entry whose estimate exceeds memory_budget_mb is
-not run but reported with status "skipped: ..."; an entry that raises (out of memory, a kernel
+Memory budget: an entry needs its inputs plus its working memory, estimated_bytes(): naive methods
+hold SCORE_COPIES[method] score matrices at once (measured above, in the softmax dtype: fp32 for
+half inputs), tiled what tiled_working_bytes says, SDPA and Triton their output and a few (n,)
+arrays. An entry whose estimate exceeds memory_budget_mb is not run but reported with status
+"skipped: ..." (so is every method at an n whose inputs alone exceed it); an entry that raises (out of memory, a kernel
 rejecting a shape) is reported with status "error: ...". Neither stops the run.
 
 Time limit: with time_limit_s set, a sequence length is started only while the run has taken less
@@ -62,20 +69,23 @@ import os
 import platform
 import shlex
 import sys
+import threading
 import time
+import weakref
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, replace
 
 import torch
 import torch.nn.functional as F
-from torch.profiler import ProfilerActivity, profile
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
 
 from attn_core import naive
 from attn_core._checks import check_int, check_positive
 from attn_core.budget import memory_budget
 from attn_core.masks import causal_mask
 from attn_core.naive import naive_attention, softmax_dtype
-from attn_core.tiled import tiled_attention
+from attn_core.tiled import default_blocks, tiled_attention, tiled_working_bytes
 
 METHODS = ("naive", "naive_masked", "tiled", "sdpa", "triton")
 MODES = ("fwd", "fwd_bwd")
@@ -136,8 +146,8 @@ class BenchConfig:
     repeats: int = 5
     warmup: int = 1
     memory_budget_mb: float = 2048.0
-    block_q: int = 512  # fastest on a 2-core CPU; tiled_attention's own default is 64
-    block_k: int = 512
+    block_q: int | None = None  # None: tiled_attention's own choice, default_blocks(n, n, device, causal)
+    block_k: int | None = None
     seed: int = 0
     time_limit_s: float | None = None  # None: no limit; else skip the remaining n once this has passed
     mode: str = "fwd"  # "fwd" or "fwd_bwd" (forward + gradients of q, k, v)
@@ -148,8 +158,11 @@ class BenchConfig:
         set_ = object.__setattr__
         set_(self, "device", _check_device(self.device))
         set_(self, "ns", _check_ns(self.ns))
-        for name in ("d", "heads", "batch", "repeats", "block_q", "block_k"):
+        for name in ("d", "heads", "batch", "repeats"):
             check_int(name, getattr(self, name), minimum=1)
+        for name in ("block_q", "block_k"):
+            if getattr(self, name) is not None:
+                check_int(name, getattr(self, name), minimum=1)
         check_int("warmup", self.warmup, minimum=0)
         check_int("seed", self.seed, minimum=0)
         if self.dtype not in DTYPES:
@@ -212,33 +225,54 @@ def attention_flops(batch: int, heads: int, n: int, d: int, causal: bool, mode: 
     return flops * 7 // 2 if mode == "fwd_bwd" else flops
 
 
-def peak_live_bytes(events: Iterable[tuple[int, int]]) -> int:
-    """Max of the running sum of (time_ns, +alloc/-free bytes) events in time order, at least 0."""
-    live = peak = 0
-    for _, nbytes in sorted(events, key=lambda e: e[0]):  # stable: same-time events keep order
-        live += nbytes
-        peak = max(peak, live)
-    return peak
+class LiveTensorBytes(TorchDispatchMode):
+    """Bytes of tensor storage allocated inside the block and still alive: `live` now, `peak` at most.
 
-
-def _cpu_memory_events(prof) -> list[tuple[int, int]]:
-    """(time_ns, signed bytes) of every CPU allocator event the profiler saw.
-
-    Read from the raw kineto results: prof.events() attributes allocations to the enclosing op
-    and loses their order within it, which is exactly what the peak depends on.
+    Every ATen op's result is looked at once: a storage shared with one of the op's tensor arguments is
+    a view, an in-place or an out= result and allocates nothing; any other storage is new. A weak
+    reference on it subtracts its bytes when the last tensor using it is gone. The counter keeps one
+    reference per live storage, whatever the number of ops (what it costs is bounded by what it counts).
+    Scratch that a kernel allocates and frees inside one op is not seen.
     """
-    cpu = torch._C._autograd.DeviceType.CPU
-    return [
-        (e.start_ns(), e.nbytes())
-        for e in prof.profiler.kineto_results.events()
-        if e.name() == "[memory]" and e.device_type() == cpu
-    ]
+
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        # Nothing here is compiled: keep __torch_dispatch__ unwrapped. The default wraps it in
+        # torch._dynamo.disable, whose import adds about 175 MB to the process (measured, torch 2.13).
+        return False
+
+    def __init__(self):
+        super().__init__()
+        self.live = self.peak = 0
+        self._refs: dict[int, weakref.ref] = {}  # data_ptr -> weak reference that frees its bytes
+
+    def _freed(self, key: int, nbytes: int) -> None:
+        self.live -= nbytes
+        self._refs.pop(key, None)
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        results = [t for t in tree_leaves(out) if isinstance(t, torch.Tensor)]
+        if not results:
+            return out
+        inputs = {t.untyped_storage().data_ptr() for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)}
+        for t in results:
+            storage = t.untyped_storage()
+            key, nbytes = storage.data_ptr(), storage.nbytes()
+            if nbytes == 0 or key in inputs or key in self._refs:
+                continue
+            self._refs[key] = weakref.ref(storage, lambda _, key=key, nbytes=nbytes: self._freed(key, nbytes))
+            self.live += nbytes
+            self.peak = max(self.peak, self.live)
+        return out
 
 
 def _cpu_peak_bytes(fn: Callable[[], object]) -> int:
-    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
-        fn()  # the result is dropped inside the window: its free is recorded too
-    return peak_live_bytes(_cpu_memory_events(prof))
+    """Peak bytes of tensor storage that fn() allocates above what was live before (LiveTensorBytes)."""
+    counter = LiveTensorBytes()
+    with counter:
+        fn()  # the result is dropped inside the block: its free is counted too
+    return counter.peak
 
 
 def _cuda_peak_bytes(fn: Callable[[], object], device: torch.device) -> tuple[int, int]:
@@ -330,10 +364,26 @@ def method_is_causal(method: str, causal: bool) -> bool:
     return {"naive": False, "naive_masked": True}.get(method, causal)
 
 
+def tile_sizes(config: BenchConfig, n: int) -> tuple[int, int]:
+    """(block_q, block_k) the tiled entry at n uses: the config's, or tiled_attention's default."""
+    bq, bk = default_blocks(n, n, config.device, config.causal)
+    return (bq if config.block_q is None else config.block_q), (bk if config.block_k is None else config.block_k)
+
+
 def estimated_bytes(method: str, config: BenchConfig, n: int) -> int:
-    """Working memory the budget is checked against: the naive methods' score copies, else 0."""
-    scores = config.batch * config.heads * n * n * softmax_dtype(DTYPES[config.dtype]).itemsize
-    return _score_copies(method, config) * scores
+    """What one entry needs, checked against the budget: its inputs (q, k, v and a mask) plus its working
+    memory (the naive methods' score copies, more with the backward in fwd_bwd mode; tiled_working_bytes;
+    SDPA's output and log-sum-exp)."""
+    b, h, d, dtype = config.batch, config.heads, config.d, DTYPES[config.dtype]
+    f = softmax_dtype(dtype).itemsize
+    inputs = _qkv_bytes(config, n) + (n * n if method == "naive_masked" else 0)
+    if _score_copies(method, config):
+        work = _score_copies(method, config) * b * h * n * n * f + 2 * b * h * n * d * f  # + the output and its cast
+    elif method == "tiled":
+        work = tiled_working_bytes(b * h, n, n, d, d, dtype, *tile_sizes(config, n))
+    else:  # sdpa, triton: the output, the log-sum-exp and the fp32 row statistics
+        work = b * h * n * (d * dtype.itemsize + 4 * f)
+    return inputs + work
 
 
 def _score_copies(method: str, config: BenchConfig) -> int:
@@ -395,8 +445,8 @@ def _base_row(config: BenchConfig, method: str, n: int, input_bytes: int) -> dic
         batch=config.batch,
         causal=method_is_causal(method, config.causal),
         mode=config.mode,
-        block_q=config.block_q if tiled else None,
-        block_k=config.block_k if tiled else None,
+        block_q=tile_sizes(config, n)[0] if tiled else None,
+        block_k=tile_sizes(config, n)[1] if tiled else None,
         repeats=config.repeats,
         input_bytes=input_bytes,
         theory_scores_bytes=config.batch * config.heads * n * n * DTYPES[config.dtype].itemsize,
@@ -417,13 +467,14 @@ def _measure(row: dict, fn: Callable[[], object], config: BenchConfig) -> None:
     row["status"] = "ok"
 
 
-def _entry(config: BenchConfig, method: str, qkv: tuple[torch.Tensor, ...]) -> dict:
-    n = qkv[0].shape[-2]
-    row = _base_row(config, method, n, sum(x.numel() * x.element_size() for x in qkv))
+def _entry(config: BenchConfig, method: str, n: int, qkv: tuple[torch.Tensor, ...] | None) -> dict:
+    """One measured row; qkv may be None only when this entry is over the budget."""
+    row = _base_row(config, method, n, _qkv_bytes(config, n))
     need, budget = estimated_bytes(method, config, n), config.memory_budget_mb * 2**20
     if need > budget:
+        held = f"holds ~{_score_copies(method, config)} score copies, " if _score_copies(method, config) else ""
         row["status"] = (
-            f"skipped: {method} holds ~{_score_copies(method, config)} score copies = {need / 2**20:.0f} MiB "
+            f"skipped: {method} {held}needs ~{need / 2**20:.0f} MiB with its inputs "
             f"> memory budget {config.memory_budget_mb:g} MiB"
         )
         return row
@@ -442,10 +493,13 @@ def _entry(config: BenchConfig, method: str, qkv: tuple[torch.Tensor, ...]) -> d
     return row
 
 
+def _qkv_bytes(config: BenchConfig, n: int) -> int:
+    return 3 * config.batch * config.heads * n * config.d * DTYPES[config.dtype].itemsize
+
+
 def _out_of_time(config: BenchConfig, method: str, n: int, elapsed: float) -> dict:
     """The row of an entry not run because the time limit had passed."""
-    itemsize = DTYPES[config.dtype].itemsize
-    row = _base_row(config, method, n, 3 * config.batch * config.heads * n * config.d * itemsize)
+    row = _base_row(config, method, n, _qkv_bytes(config, n))
     row["status"] = f"{TIME_LIMIT_STATUS} of {config.time_limit_s:g} s passed ({elapsed:.1f} s spent on smaller n)"
     return row
 
@@ -467,6 +521,7 @@ def _load_libc():
 
 
 _LIBC = _load_libc()
+_ONE_AT_A_TIME = threading.Lock()
 
 
 def run_benchmark(config: BenchConfig, progress: Progress | None = None) -> list[dict]:
@@ -475,19 +530,23 @@ def run_benchmark(config: BenchConfig, progress: Progress | None = None) -> list
     progress(done, total, label) is called before each entry, label naming it, and once at the end
     with done == total: enough to drive a progress bar. With config.time_limit_s, the sizes after the
     first that would start once the limit has passed are skipped (status TIME_LIMIT_STATUS ...).
+    Runs in one process take turns (a second caller waits): the budget then bounds the whole process,
+    and no run times its entries against another's.
     """
     rows, total = [], len(config.ns) * len(config.methods)
-    limit, start = config.time_limit_s, time.perf_counter()
-    with memory_budget(config.memory_budget_mb):  # the library's own guard agrees with the skips
+    budget = config.memory_budget_mb * 2**20
+    with _ONE_AT_A_TIME, memory_budget(config.memory_budget_mb):  # the library's own guard agrees with the skips
+        limit, start = config.time_limit_s, time.perf_counter()
         for i, n in enumerate(config.ns):
             elapsed = time.perf_counter() - start
             late = i > 0 and limit is not None and elapsed > limit
             at_n = config.at_length(n)
-            qkv = None if late else _inputs(at_n, n)
+            fits = not late and any(estimated_bytes(m, at_n, n) <= budget for m in config.methods)
+            qkv = _inputs(at_n, n) if fits else None  # never made when no entry could use them
             for method in config.methods:
                 if progress is not None:
                     progress(len(rows), total, f"{method} n={n}")
-                rows.append(_out_of_time(at_n, method, n, elapsed) if late else _entry(at_n, method, qkv))
+                rows.append(_out_of_time(at_n, method, n, elapsed) if late else _entry(at_n, method, n, qkv))
                 _release()
             del qkv  # free this n's inputs before the next, larger ones
             _compare_with_sdpa(rows[-len(config.methods) :])
@@ -607,8 +666,8 @@ def _parser() -> argparse.ArgumentParser:
         default=dflt.memory_budget_mb,
         help="skip naive entries whose score copies exceed this",
     )
-    p.add_argument("--block-q", type=int, default=dflt.block_q, help="tiled query block")
-    p.add_argument("--block-k", type=int, default=dflt.block_k, help="tiled key block")
+    p.add_argument("--block-q", type=int, default=dflt.block_q, help="tiled query block (default: tiled's own)")
+    p.add_argument("--block-k", type=int, default=dflt.block_k, help="tiled key block (default: tiled's own)")
     p.add_argument("--seed", type=int, default=dflt.seed)
     p.add_argument(
         "--time-limit-s", type=float, default=None, help="skip the remaining n once the run has taken this long"

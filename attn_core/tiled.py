@@ -28,6 +28,11 @@ from attn_core._checks import (
 from attn_core.budget import check_budget, tensor_bytes
 from attn_core.naive import softmax_dtype
 
+# (block_q, block_k) by (device type, causal): the fastest measured with tools/tile_sweep.py on a 2-core CPU
+# (benchmarks/cpu_attention.md): within noise of the best at n = 512 ... 8192, H = 4 or 8, d = 64 or 128.
+# Causal prefers narrower key tiles: a tile that the diagonal crosses is computed in full.
+_DEFAULT_BLOCKS = {("cpu", False): (256, 512), ("cpu", True): (256, 256)}
+
 
 @dataclass
 class TileStep:
@@ -70,8 +75,50 @@ def _normalise(acc: torch.Tensor, row_sum: torch.Tensor) -> torch.Tensor:
     return acc / safe.unsqueeze(-1)
 
 
+def tiled_working_bytes(batch: int, n_q: int, n_k: int, d_k: int, d_v: int, dtype: torch.dtype, block_q, block_k):
+    """Bytes tiled_attention allocates beyond q, k, v and a mask without a gradient, for inputs of one batch
+    shape (an upper bound, checked by tests). batch: the product of the leading dims.
+
+    Per batch entry: the output (n x d; for half inputs also fp32 copies of q, k, v and the output's cast
+    back), one block_q x block_k logits tile, a block_q x d_v accumulator and four
+    rows of state, and the
+    bool tiles a mask or the causal diagonal needs. Before all that, and freed before it starts, the
+    check of the logits' range holds a float64 copy of q or k and its row norms.
+    """
+    f, io = softmax_dtype(dtype).itemsize, dtype.itemsize
+    bq, bk = min(block_q, n_q), min(block_k, n_k)
+    half = f != io
+    rows = n_q * d_v * (f + (io if half else 0))  # the output (and its cast back)
+    casts = (n_q * d_k + n_k * (d_k + d_v)) * f if half else 0  # fp32 copies of q, k, v
+    tile = bq * (bk + d_v + 4) * f + bq * bk  # + the negated mask tile
+    n = max(n_q, n_k)
+    check = n * d_k * (8 if io < 8 else 0) + n * 8
+    return batch * max(check, rows + casts + tile) + bq * bk  # + the causal diagonal's tile
+
+
+def default_blocks(n_q: int, n_k: int, device="cpu", causal: bool = False) -> tuple[int, int]:
+    """(block_q, block_k) tiled_attention uses when none are given: the fastest measured for the device
+    and mask, cut to the lengths. A GPU gets the CPU's sizes: none was measured there."""
+    check_int("n_q", n_q, minimum=1)
+    check_int("n_k", n_k, minimum=1)
+    causal = bool(causal)
+    block_q, block_k = _DEFAULT_BLOCKS.get((torch.device(device).type, causal), _DEFAULT_BLOCKS["cpu", causal])
+    return min(block_q, n_q), min(block_k, n_k)
+
+
+def _blocks(q, k, block_q, block_k, causal) -> tuple:
+    """The given tile sizes (checked later by _prepare), default_blocks for the ones left as None."""
+    if block_q is not None and block_k is not None:
+        return block_q, block_k
+    sized = all(isinstance(x, torch.Tensor) and x.dim() >= 2 for x in (q, k))  # else _prepare names the argument
+    dq, dk = default_blocks(max(q.shape[-2], 1), max(k.shape[-2], 1), q.device, causal) if sized else (1, 1)
+    return (dq if block_q is None else block_q), (dk if block_k is None else block_k)
+
+
 def _prepare(q, k, v, mask, scale, temperature, block_q, block_k):
-    """Validate, broadcast leading dims (views, no copies) and fold scale/temperature into q."""
+    """Validate, cast to the softmax dtype and broadcast leading dims (views, no copies).
+
+    Returns q, k, v, mask and the factor scale / temperature that multiplies q k^T."""
     n_q, n_k, d_k, _ = check_qkv(q, k, v)
     scale = resolve_scale(scale, d_k)
     temperature = check_positive("temperature", temperature)
@@ -91,18 +138,15 @@ def _prepare(q, k, v, mask, scale, temperature, block_q, block_k):
     if mask is not None:
         mask = mask.expand(*batch, n_q, n_k)  # a view: slicing it never materialises n_q x n_k
     dtype = softmax_dtype(q.dtype)
-    q = (q.to(dtype) * (scale / temperature)).expand(*batch, n_q, d_k)
+    q = q.to(dtype).expand(*batch, n_q, d_k)
     k = k.to(dtype).expand(*batch, n_k, d_k)
     v = v.to(dtype).expand(*batch, n_k, v.shape[-1])
-    return q, k, v, mask
+    return q, k, v, mask, scale / temperature
 
 
-def _tile_steps(q_blk, k, v, mask, q0, causal, block_k, inplace=False) -> Iterator[tuple]:
-    """Yield (k0, k1, masked logits or None if skipped, m, l, acc) after each key tile.
-
-    `inplace=True` (only when no gradient is needed) updates the state in place: same numbers,
-    fewer allocations; the yielded tensors are then overwritten by the next step.
-    """
+def _tile_steps(q_blk, k, v, mask, q0, causal, block_k) -> Iterator[tuple]:
+    """Yield (k0, k1, masked logits or None if skipped, m, l, acc) after each key tile (the readable path:
+    every step makes new tensors, so autograd can follow and the walkthrough can keep each state)."""
     n_k = k.shape[-2]
     q1 = q0 + q_blk.shape[-2]
     m = torch.full(q_blk.shape[:-1], float("-inf"), dtype=q_blk.dtype, device=q_blk.device)  # (..., bq)
@@ -117,40 +161,84 @@ def _tile_steps(q_blk, k, v, mask, q0, causal, block_k, inplace=False) -> Iterat
         if mask is not None:
             s = s.masked_fill(~mask[..., q0:q1, k0:k1], float("-inf"))
         if causal and k1 - 1 > q0:  # the diagonal crosses this tile
-            rows = torch.arange(q0, q1, device=s.device)[:, None]
-            cols = torch.arange(k0, k1, device=s.device)[None, :]
-            s = s.masked_fill(cols > rows, float("-inf"))
+            s = s.masked_fill(_above_diagonal(q0, q1, k0, k1, s.device), float("-inf"))
         m_new = torch.maximum(m, s.amax(dim=-1).detach())  # (..., bq)
         m_safe = torch.where(torch.isfinite(m_new), m_new, torch.zeros_like(m_new))  # rows with no key yet
-        if inplace:
-            alpha = m.sub_(m_safe).exp_()
-            p = s.sub_(m_safe.unsqueeze(-1)).exp_()
-            l.mul_(alpha).add_(p.sum(dim=-1))
-            acc.mul_(alpha.unsqueeze(-1)).add_(p @ v[..., k0:k1, :])
-        else:
-            alpha = torch.exp(m - m_safe)  # rescales the old state; 0 while m = -inf
-            p = torch.exp(s - m_safe.unsqueeze(-1))  # (..., bq, bk)
-            l = alpha * l + p.sum(dim=-1)
-            acc = alpha.unsqueeze(-1) * acc + p @ v[..., k0:k1, :]  # (..., bq, d_v)
+        alpha = torch.exp(m - m_safe)  # rescales the old state; 0 while m = -inf
+        p = torch.exp(s - m_safe.unsqueeze(-1))  # (..., bq, bk)
+        l = alpha * l + p.sum(dim=-1)
+        acc = alpha.unsqueeze(-1) * acc + p @ v[..., k0:k1, :]  # (..., bq, d_v)
         m = m_new
         yield k0, k1, s, m, l, acc
 
 
+def _above_diagonal(q0: int, q1: int, k0: int, k1: int, device) -> torch.Tensor:
+    """(q1 - q0, k1 - k0) bool, True where key k0 + j lies after query q0 + i: what the causal mask hides."""
+    return torch.ones(q1 - q0, k1 - k0, dtype=torch.bool, device=device).triu_(q0 - k0 + 1)
+
+
+def _forward_in_place(q, k, v, mask, factor: float, causal: bool, block_q: int, block_k: int) -> torch.Tensor:
+    """_tile_steps' arithmetic without autograd, in buffers made once per call (no allocation per tile).
+
+    q, k, v: (..., n, d) of one batch shape; the first GEMM applies factor = scale / temperature. The
+    logits tile (turned into exp(logits - m) in place), the accumulator and the row state are buffers,
+    their edge tiles contiguous views of their start; m starts at the dtype's lowest value instead of
+    -inf, so rows with no key yet need no special case (exp(lowest - m) = 0), and l = 0 only in rows with
+    no key at all (otherwise the maximum contributes exp(0) = 1), whose output stays 0.
+    """
+    *batch, n_q, d_k = q.shape
+    n_k, d_v = k.shape[-2], v.shape[-1]
+    q3, k3, v3 = (x.reshape(-1, *x.shape[-2:]) for x in (q, k, v))  # (BH, n, d): views unless broadcast
+    bh, bq, bk = q3.shape[0], min(block_q, n_q), min(block_k, n_k)
+    out = torch.empty(bh, n_q, d_v, dtype=q.dtype, device=q.device)
+    sizes = [bh * bq * bk, bh * bq * d_v] + [bh * bq] * 4  # logits tile, acc, m, m_new, l, alpha
+    flat = torch.empty(sum(sizes), dtype=q.dtype, device=q.device).split(sizes)
+    lowest = torch.finfo(q.dtype).min
+    for q0 in range(0, n_q, bq):
+        q1 = min(q0 + bq, n_q)
+        r = q1 - q0
+        m, m_new, l, alpha = (x[: bh * r].view(bh, r) for x in flat[2:])  # (BH, r) each
+        m.fill_(lowest)
+        l.zero_()
+        acc = flat[1][: bh * r * d_v].view(bh, r, d_v).zero_()  # contiguous: baddbmm_ needs no copy
+        for k0 in range(0, min(n_k, q1) if causal else n_k, bk):  # causal: tiles right of the diagonal skipped
+            k1 = min(k0 + bk, n_k)
+            s = flat[0][: bh * r * (k1 - k0)].view(bh, r, k1 - k0)  # (BH, r, c)
+            # q k^T * factor, the only logits held (beta = 0: the buffer's old values are ignored)
+            torch.baddbmm(s, q3[:, q0:q1], k3[:, k0:k1].transpose(1, 2), beta=0, alpha=factor, out=s)
+            if mask is not None:
+                s.view(*batch, r, k1 - k0).masked_fill_(~mask[..., q0:q1, k0:k1], float("-inf"))
+            if causal and k1 - 1 > q0:
+                s.masked_fill_(_above_diagonal(q0, q1, k0, k1, s.device), float("-inf"))
+            torch.maximum(m, torch.amax(s, dim=-1, out=m_new), out=m_new)
+            torch.sub(m, m_new, out=alpha).exp_()  # rescales the old state
+            p = torch.sub(s, m_new.unsqueeze(-1), out=s).exp_()  # (BH, r, c), in place of the logits
+            l.mul_(alpha).add_(torch.sum(p, dim=-1, out=m))  # m's old values are no longer needed
+            acc.mul_(alpha.unsqueeze(-1)).baddbmm_(p, v3[:, k0:k1])  # acc = alpha acc + p v
+            m, m_new = m_new, m
+        torch.div(acc, l.clamp_(min=1).unsqueeze(-1), out=out[:, q0:q1])
+    return out.view(*batch, n_q, d_v)
+
+
 def tiled_attention(
-    q, k, v, mask=None, *, scale=None, temperature=1.0, causal=False, block_q=64, block_k=64
+    q, k, v, mask=None, *, scale=None, temperature=1.0, causal=False, block_q=None, block_k=None
 ) -> torch.Tensor:
     """Exact attention output (..., n_q, d_v), computed one block_q x block_k tile at a time.
 
     `causal=True` applies a top-left causal mask (key j visible to query i iff j <= i) and skips
     the tiles it hides entirely; `mask` (bool, True = may attend) may be given as well.
+    block_q, block_k: None picks default_blocks(n_q, n_k, device, causal), the fastest measured.
     """
     out_dtype = v.dtype if isinstance(v, torch.Tensor) else None
-    q, k, v, mask = _prepare(q, k, v, mask, scale, temperature, block_q, block_k)
-    inplace = not (torch.is_grad_enabled() and any(x.requires_grad for x in (q, k, v)))
+    block_q, block_k = _blocks(q, k, block_q, block_k, causal)
+    q, k, v, mask, factor = _prepare(q, k, v, mask, scale, temperature, block_q, block_k)
+    if not (torch.is_grad_enabled() and any(x.requires_grad for x in (q, k, v))):
+        return _forward_in_place(q, k, v, mask, factor, causal, block_q, block_k).to(out_dtype)
+    q = q * factor
     blocks = []
     for q0 in range(0, q.shape[-2], block_q):
         q_blk = q[..., q0 : q0 + block_q, :]  # (..., bq, d_k)
-        *_, l, acc = _last(_tile_steps(q_blk, k, v, mask, q0, causal, block_k, inplace))
+        *_, l, acc = _last(_tile_steps(q_blk, k, v, mask, q0, causal, block_k))
         blocks.append(_normalise(acc, l))
     return torch.cat(blocks, dim=-2).to(out_dtype)  # (..., n_q, d_v)
 
@@ -163,7 +251,8 @@ def tiled_attention_trace(
     q, k, v, mask=None, *, scale=None, temperature=1.0, causal=False, block_q=64, block_k=64, query_block=0
 ) -> TiledTrace:
     """Record m, l and the partial output after every key tile for query block `query_block`."""
-    q, k, v, mask = _prepare(q, k, v, mask, scale, temperature, block_q, block_k)
+    q, k, v, mask, factor = _prepare(q, k, v, mask, scale, temperature, block_q, block_k)
+    q = q * factor
     n_blocks = -(-q.shape[-2] // block_q)
     check_int("query_block", query_block, minimum=0, maximum=n_blocks - 1)
     q0 = query_block * block_q

@@ -73,10 +73,15 @@ def heaviest_params(path: str) -> dict[str, str]:
     return {**dict(at.query_params), **in_form}
 
 
-def measure(timeout_s: float, names: list[str] | None = None) -> tuple[float, list[dict]]:
+def measure(
+    timeout_s: float, names: list[str] | None = None, overrides: dict[str, str] | None = None
+) -> tuple[float, list[dict]]:
+    """overrides: URL values that replace the found ones where a page has that parameter (e.g. the smallest
+    tile, heaviest in time although last is not smallest on its slider)."""
     from playwright.sync_api import sync_playwright
 
     plans = [(p, heaviest_params(p.path)) for p in PAGES if names is None or p.name in names]
+    plans = [(p, {k: (overrides or {}).get(k, v) for k, v in params.items()}) for p, params in plans]
     rows = []
     with streamlit_server() as srv, sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
@@ -146,8 +151,16 @@ def main() -> None:
     parser.add_argument("--out", type=pathlib.Path, help="write the Markdown report here")
     parser.add_argument("--timeout", type=float, default=600, help="seconds a page may take")
     parser.add_argument("--pages", nargs="*", help="only these pages (names as in the URL), e.g. scaling")
+    parser.add_argument(
+        "--set",
+        nargs="*",
+        default=[],
+        metavar="KEY=VALUE",
+        help="replace a found URL value on the pages that have it, e.g. bench_block=32",
+    )
     args = parser.parse_args()
-    baseline, rows = measure(args.timeout, args.pages)
+    overrides = dict(item.split("=", 1) for item in args.set)
+    baseline, rows = measure(args.timeout, args.pages, overrides)
     text = report(baseline, rows, "python -m tools.session_memory " + shlex.join(sys.argv[1:]))
     print(text)
     if args.out:

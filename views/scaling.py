@@ -142,7 +142,13 @@ with st.container(border=True):
         d = controls.select_slider(t("scaling.controls.d"), [16, 32, 64, 128], 64, key="bench_d", where=c2)
         heads = controls.select_slider(t("scaling.controls.heads"), [1, 2, 4, 8], 4, key="bench_heads", where=c3)
         block = controls.select_slider(
-            t("scaling.controls.block"), [32, 64, 128, 256, 512], 64, key="bench_block", where=c4
+            t("scaling.controls.block"),
+            list(tables.BLOCK_OPTIONS),
+            tables.AUTO,
+            key="bench_block",
+            where=c4,
+            format_func=lambda b: t("scaling.controls.block_auto") if b == tables.AUTO else str(b),
+            help=t("scaling.controls.block_help"),
         )
         c5, c6, c7, c8 = st.columns([3, 3, 2, 2], vertical_alignment="bottom")
         budgets = tables.budget_options()
@@ -246,12 +252,22 @@ with left, friendly_errors(t("scaling.sections.charts")):
         chart(time_spec, pts[TIME_COLUMNS], "scaling_time")
         chart(memory_spec, pts[MEMORY_COLUMNS], "scaling_memory")
         causal_word = t("scaling.causal_yes") if config.causal else t("scaling.causal_no")
-        what = t("scaling.describe", **(tables.describe_fields(config) | {"causal": causal_word}))
-        parts = [t("scaling.caption.live", what=what)]
+        fields = tables.describe_fields(config) | {"causal": causal_word}
+        if fields["block"] == tables.AUTO:
+            fields["block"] = t("scaling.block_auto", tiles=tables.tile_text(rows) or "–")
+        parts = [t("scaling.caption.live", what=t("scaling.describe", **fields))]
         if chosen:
             parts.append(t("scaling.caption.recorded", label=chosen["label"], setup=chosen["setup"]))
         parts.append(t("scaling.caption.fit", points=tables.FIT_POINTS))
         st.caption("".join(parts))
+        differences = tables.setting_differences(rows, recorded_rows) if chosen else []
+        if differences:
+            settings = td("scaling.settings")
+            which = "; ".join(
+                t("scaling.difference", setting=settings[key], live=here, recorded=there)
+                for key, here, there in differences
+            )
+            st.warning(t("scaling.recorded_differs", which=which), icon=":material/compare_arrows:")
 
 with left, friendly_errors(t("scaling.sections.slopes")):
     summary = slope_summary(fits(pts), sources, names, td("scaling.quantities"), t("scaling.results.method"))

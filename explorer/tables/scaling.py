@@ -36,6 +36,8 @@ from attn_core.budget import budget_bytes
 
 N_MIN = 128
 MAX_N_OPTIONS = tuple(2**i for i in range(9, 14))  # 512 .. 8192
+AUTO = "auto"  # the tile size option that leaves the choice to tiled_attention (default_blocks)
+BLOCK_OPTIONS = (AUTO, 32, 64, 128, 256, 512)
 FIT_POINTS = 3  # slopes are fitted to the largest n, where fixed overheads matter least
 REPEATS, WARMUP = 3, 1  # few repeats: the page answers in about a second at its defaults
 METHOD_LABELS = {
@@ -98,8 +100,10 @@ def live_config(
 ) -> BenchConfig:
     """The BenchConfig of one live run of the page (BenchConfig validates every field).
 
+    block: one tile size for queries and keys, or AUTO for tiled_attention's own choice at each n.
     time_limit_s: once a run has taken this long, its remaining (larger) n are skipped, not run.
     """
+    block = None if block == AUTO else block
     return BenchConfig(
         device=device,
         ns=sizes(max_n),
@@ -200,7 +204,7 @@ def results_table(
 
 def describe_fields(config: BenchConfig) -> dict:
     """What a live run measured, as the fields of the page's one-line description (so a screenshot
-    explains itself): lo, hi, d, heads, batch, dtype, block, causal (bool), budget, seed, device."""
+    explains itself): lo, hi, d, heads, batch, dtype, block (AUTO or a size), causal (bool), budget, seed, device."""
     return {
         "lo": config.ns[0],
         "hi": config.ns[-1],
@@ -208,7 +212,7 @@ def describe_fields(config: BenchConfig) -> dict:
         "heads": config.heads,
         "batch": config.batch,
         "dtype": config.dtype,
-        "block": config.block_q,
+        "block": AUTO if config.block_q is None else config.block_q,
         "causal": config.causal,
         "budget": config.memory_budget_mb,
         "seed": config.seed,
@@ -352,8 +356,49 @@ def recorded_setup(rows: pd.DataFrame) -> str:
         return ""
     first = rows.iloc[0]
     parts = [f"{c}={first[c]}" for c in ("d", "heads", "batch", "dtype") if c in rows]
-    blocks = rows.block_q.dropna() if "block_q" in rows else ()
-    return ", ".join(parts + ([f"tile b={int(blocks.iloc[0])}"] if len(blocks) else []))
+    return ", ".join(parts + ([f"tiles {tiles}"] if (tiles := tile_text(rows)) else []))
+
+
+def tile_text(rows: pd.DataFrame) -> str:
+    """The tile sizes of a run's tiled rows, e.g. "512×512" or, when they change with n, "128×128 … 256×512"."""
+    if not {"block_q", "block_k", "n"} <= set(rows.columns):
+        return ""
+    tiled = rows.dropna(subset=["block_q", "block_k"]).sort_values("n")
+    sizes = list(dict.fromkeys(f"{_number(q)}×{_number(k)}" for q, k in zip(tiled.block_q, tiled.block_k, strict=True)))
+    return " … ".join([sizes[0], sizes[-1]] if len(sizes) > 1 else sizes)
+
+
+def setting_differences(live: pd.DataFrame, recorded: pd.DataFrame) -> list[tuple[str, str, str]]:
+    """(setting, live value, recorded value) wherever two runs' rows were measured differently: d, heads,
+    batch, dtype, causal (of the methods that follow the flag), and the tiled rows' tile sizes at the n both
+    measured. Values are numbers, dtype names and True/False only, never free text from a file."""
+    follow = ["tiled", "sdpa", "triton"]
+    diffs = []
+    for column in ("d", "heads", "batch", "dtype", "causal"):
+        pick = (lambda r: r[r.method.isin(follow)]) if column == "causal" else (lambda r: r)
+        here, there = _values(pick(live), column), _values(pick(recorded), column)
+        if here and there and here != there:
+            diffs.append((column, here, there))
+    both = set(live.n) & set(recorded.n) if "n" in recorded else set()
+    here, there = tile_text(live[live.n.isin(both)]), tile_text(recorded[recorded.n.isin(both)])
+    if here and there and here != there:
+        diffs.append(("tiles", here, there))
+    return diffs
+
+
+def _values(rows: pd.DataFrame, column: str) -> str:
+    """The distinct values of a column as text: known words as they are, anything else as a number or "?"."""
+    if column not in rows or rows.empty:
+        return ""
+    known = {"float32", "float16", "bfloat16", "float64", "True", "False"}
+    return ", ".join(sorted({str(v) if str(v) in known else _number(v) for v in rows[column].dropna()}))
+
+
+def _number(value) -> str:
+    try:
+        return str(int(value))
+    except (TypeError, ValueError, OverflowError):
+        return "?"
 
 
 def is_gpu(header: dict, rows: pd.DataFrame) -> bool:
@@ -367,8 +412,10 @@ def bench_command(config: BenchConfig, csv_path: str | None = None) -> str:
     args += ["--d", str(config.d), "--heads", str(config.heads), "--batch", str(config.batch)]
     args += ["--dtype", config.dtype] + (["--causal"] if config.causal else [])
     args += ["--methods", *config.methods, "--repeats", str(config.repeats), "--warmup", str(config.warmup)]
-    args += ["--memory-budget-mb", f"{config.memory_budget_mb:g}", "--block-q", str(config.block_q)]
-    args += ["--block-k", str(config.block_k), "--seed", str(config.seed)]
+    args += ["--memory-budget-mb", f"{config.memory_budget_mb:g}"]
+    args += [] if config.block_q is None else ["--block-q", str(config.block_q)]
+    args += [] if config.block_k is None else ["--block-k", str(config.block_k)]
+    args += ["--seed", str(config.seed)]
     args += ["--time-limit-s", f"{config.time_limit_s:g}"] if config.time_limit_s is not None else []
     return shlex.join(args + (["--csv", csv_path] if csv_path else []))
 

@@ -90,7 +90,7 @@ def test_every_control_changes_and_the_page_follows(open_page, recorded):
     at = open_page(PAGE, bench_methods=["naive", "tiled"])
     submit(at, **TINY, bench_budget_mb=64, bench_causal=True)
     assert "n = 128 … 512, d = 16, H = 1" in caption(at, "Live run (solid):")
-    assert "tile b = 32, causal, naive budget 64 MiB" in caption(at, "Live run (solid):")
+    assert "tile b = 32, causal, memory budget 64 MiB" in caption(at, "Live run (solid):")
     results = table(at, "peak ÷ scores")
     # naive has no causal flag (it is always full); tiled follows the checkbox
     assert dict(zip(results.method, results.causal, strict=True)) == {"naive": False, "tiled (online softmax)": True}
@@ -206,7 +206,7 @@ def test_the_form_travels_in_the_url_and_a_link_fills_it_in_without_running(open
     assert_clean(again)
     assert len(again.get("vega_lite_chart")) == 2
     assert "n = 128 … 512, d = 16, H = 1" in caption(again, "Live run (solid):")
-    assert "tile b = 32, causal, naive budget 64 MiB" in caption(again, "Live run (solid):")
+    assert "tile b = 32, causal, memory budget 64 MiB" in caption(again, "Live run (solid):")
 
 
 def test_a_link_without_form_settings_runs_at_once(open_page):
@@ -256,3 +256,16 @@ def test_the_developer_command_is_folded_away_from_students(open_page):
     assert not [text for text in shown if "attn_core.bench --" in text]
     (developers,) = [e for e in at.expander if e.label.startswith("For developers")]
     assert any("python -m attn_core.bench --device cuda" in m.value for m in developers.markdown)
+
+
+def test_tiles_default_to_the_librarys_choice_and_a_recorded_run_with_other_settings_says_so(open_page, recorded):
+    at = open_page(PAGE, bench_methods=["naive", "tiled"])
+    assert at.select_slider(key="bench_block").value == "auto"
+    submit(at, bench_max_n=512, bench_d=16, bench_heads=1)
+    assert "tile b = auto, 128×128 … 256×512" in caption(at, "Live run (solid):")
+    # the recorded CPU run (drawn by default) used d = 64, H = 4 and 64 x 64 tiles... at other n: d and H differ
+    warning = next(w.value for w in at.warning if "other settings" in w.value)
+    assert "d 16 live, 64 recorded" in warning and "H 1 live, 4 recorded" in warning
+    at.selectbox(key="bench_recorded").set_value("none").run()
+    assert_clean(at)
+    assert not any("other settings" in w.value for w in at.warning)

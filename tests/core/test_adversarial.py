@@ -98,3 +98,13 @@ def test_fp32_at_any_magnitude_is_right_or_refused(exponent, n, d, temperature, 
         logit_range = float((q.double() @ k.double().T).abs().max()) / math.sqrt(d) / temperature
         tol = 1e-5 + 8 * d * 1.2e-7 * logit_range * float(v.abs().max())
         assert float((out.double() - ref).abs().max()) <= tol
+
+
+def test_finite_inputs_whose_sum_overflows_are_still_accepted():
+    from attn_core._checks import check_finite
+
+    big = torch.full((4, 8), 3e38)  # every entry finite, their sum is not: the exact scan decides
+    assert check_finite("q", big) is big
+    big[1, 2] = float("nan")
+    with pytest.raises(ValueError, match="^q must contain only finite numbers"):
+        check_finite("q", big)

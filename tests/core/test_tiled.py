@@ -106,3 +106,69 @@ def test_bad_input(kwargs, match):
 def test_trace_rejects_missing_query_block():
     with pytest.raises(ValueError, match="query_block"):
         tiled_attention_trace(rand(5, 4), rand(5, 4), rand(5, 4), block_q=4, query_block=2)
+
+
+@given(
+    n_q=st.integers(1, 30),
+    n_k=st.integers(1, 30),
+    block_q=st.integers(1, 12),
+    block_k=st.integers(1, 12),
+    causal=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
+def test_in_place_path_matches_the_readable_path_with_masks_and_broadcasting(n_q, n_k, block_q, block_k, causal, seed):
+    """Without a gradient tiled_attention runs in buffers (_forward_in_place); with one, the readable steps.
+    Masks hide whole rows and batches here, and q, k, v and the mask broadcast over different leading dims."""
+    q, k, v = rand(2, 1, n_q, 3, seed=seed), rand(1, 3, n_k, 3, seed=seed + 1), rand(2, 3, n_k, 2, seed=seed + 2)
+    mask = torch.rand(2, 1, n_q, n_k, generator=torch.Generator().manual_seed(seed)) < 0.6
+    mask[0, :, : n_q // 2] = False  # rows with no key at all
+    kwargs = dict(causal=causal, block_q=block_q, block_k=block_k, temperature=0.7)
+    fast = tiled_attention(q, k, v, mask, **kwargs)
+    readable = tiled_attention(q.requires_grad_(), k, v, mask, **kwargs).detach()
+    ref, _ = naive_attention(q.detach(), k, v, mask & causal_mask(n_q, n_k) if causal else mask, temperature=0.7)
+    torch.testing.assert_close(fast, readable, rtol=1e-12, atol=1e-14)
+    torch.testing.assert_close(fast, ref, rtol=1e-10, atol=1e-12)
+    assert torch.all(fast[0, :, : n_q // 2] == 0)
+
+
+def test_default_blocks_are_used_and_overridable(monkeypatch):
+    import attn_core.tiled as tiled
+
+    assert tiled.default_blocks(4096, 4096) == tiled._DEFAULT_BLOCKS["cpu", False]
+    assert tiled.default_blocks(4096, 4096, causal=True) == tiled._DEFAULT_BLOCKS["cpu", True]
+    assert tiled.default_blocks(3, 5) == (3, 5)  # never larger than the lengths
+    seen = []
+    real = tiled._forward_in_place
+    monkeypatch.setattr(tiled, "_forward_in_place", lambda *a: seen.append(a[-2:]) or real(*a))
+    q = rand(1, 700, 8)
+    tiled_attention(q, q, q)
+    tiled_attention(q, q, q, block_q=32)
+    tiled_attention(q, q, q, block_q=32, block_k=48)
+    tiled_attention(q, q, q, causal=True)
+    bq, bk = tiled.default_blocks(700, 700)
+    assert seen == [(bq, bk), (32, bk), (32, 48), tiled.default_blocks(700, 700, causal=True)]
+
+
+@pytest.mark.parametrize("bad", [0, -1, 2.5, True])
+def test_default_blocks_rejects_bad_lengths(bad):
+    from attn_core.tiled import default_blocks
+
+    with pytest.raises(ValueError, match="n_q"):
+        default_blocks(bad, 4)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("blocks", [(None, None), (16, 48), (64, 8)])
+def test_peak_memory_stays_within_tiled_working_bytes_and_grows_linearly(dtype, blocks):
+    from attn_core.bench import LiveTensorBytes
+    from attn_core.tiled import default_blocks, tiled_working_bytes
+
+    peaks = {}
+    for n in (256, 512):
+        q, k, v = (rand(2, 3, n, 16, seed=s, dtype=dtype) for s in range(3))
+        bq, bk = default_blocks(n, n, causal=True) if blocks == (None, None) else blocks
+        with LiveTensorBytes() as counter:
+            tiled_attention(q, k, v, causal=True, block_q=blocks[0], block_k=blocks[1])
+        peaks[n] = counter.peak
+        assert counter.peak <= tiled_working_bytes(6, n, n, 16, 16, dtype, bq, bk)
+    assert peaks[512] <= 2.2 * peaks[256]  # O(n): 4x for an n x n matrix

@@ -227,7 +227,7 @@ def test_a_recorded_csv_reads_back_with_its_device_and_date(tmp_path):
     assert header["date"] == "2026-01-02" and list(rows.method) == ["naive", "triton", "tiled"]
     assert tables.recorded_label(header, rows, path) == "NVIDIA H100 80GB HBM3 (cuda), 2026-01-02"
     assert tables.is_gpu(header, rows)
-    assert tables.recorded_setup(rows) == "d=16, heads=2, batch=1, dtype=float32, tile b=64"
+    assert tables.recorded_setup(rows) == "d=16, heads=2, batch=1, dtype=float32, tiles 64×64"
 
 
 def test_a_csv_without_header_is_labelled_from_its_columns(tmp_path):
@@ -313,3 +313,40 @@ def test_the_charts_are_valid_vega_lite_with_every_layer_fed(log):
         assert legend == ["NAIVE: 2.00", "tiled (online softmax): 1.00"]  # the page's names, the fitted slopes
         assert data_line["encoding"]["strokeDash"]["legend"]["labelExpr"].count('"REC"') == 1
         assert spec["title"] == "t" and data_line["encoding"]["y"]["title"] == ("y (log)" if log else "y")
+
+
+def test_auto_tiles_are_tiled_attentions_own_and_each_row_records_them():
+    from attn_core.tiled import default_blocks
+
+    config = tables.live_config(["tiled"], 512, 16, 1, False, tables.AUTO, 64, 0)
+    assert (config.block_q, config.block_k) == (None, None)
+    assert "--block-q" not in tables.bench_command(config)
+    assert tables.describe_fields(config)["block"] == tables.AUTO
+    rows = tables.run_method("tiled", 512, 16, 1, False, tables.AUTO, 64, 0)
+    assert [(r.block_q, r.block_k) for r in rows.itertuples()] == [default_blocks(n, n) for n in (128, 256, 512)]
+    assert tables.tile_text(rows) == " … ".join(
+        dict.fromkeys(f"{q}×{k}" for q, k in (default_blocks(128, 128), default_blocks(512, 512)))
+    )
+    fixed = tables.live_config(["tiled"], 512, 16, 1, False, 32, 64, 0)
+    assert "--block-q 32 --block-k 32" in tables.bench_command(fixed)
+
+
+def test_setting_differences_name_what_a_recorded_run_measured_otherwise():
+    live = pd.DataFrame(
+        [bench_row(n=n) for n in (256, 512)] + [bench_row("tiled", n=n, block_q=256, block_k=n) for n in (256, 512)]
+    )
+    assert tables.setting_differences(live, live) == []
+    other = pd.DataFrame(
+        [bench_row(n=n, d=64, heads=4) for n in (512, 1024)]
+        + [bench_row("tiled", n=n, d=64, heads=4, block_q=512, block_k=512, causal=True) for n in (512, 1024)]
+    )
+    assert tables.setting_differences(live, other) == [
+        ("d", "16", "64"),
+        ("heads", "2", "4"),
+        ("causal", "False", "True"),
+        ("tiles", "256×512", "512×512"),  # compared at the n both measured
+    ]
+    # a file's free text never comes through: unknown words become "?"
+    odd = other.assign(dtype="[click](https://evil.example)", d="<img src=x>")
+    assert ("dtype", "float32", "?") in tables.setting_differences(live, odd)
+    assert ("d", "16", "?") in tables.setting_differences(live, odd)
