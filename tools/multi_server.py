@@ -38,14 +38,13 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tools.server import Server, free_port, streamlit_servers  # noqa: E402
+from tools.server import Server, free_port, streamlit_servers, wait_healthy  # noqa: E402
 
 SITE_CONF = ROOT / "deploy" / "nginx" / "attention-explorer.conf"
 
@@ -130,22 +129,11 @@ def nginx_proxy(ports: list[int], listen: int | None = None, start_timeout: floa
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
         try:
             url = f"http://127.0.0.1:{listen}"
-            _wait_up(url, proc, start_timeout, tmp_path / "error.log")
+            error_log = tmp_path / "error.log"
+            wait_healthy(url, proc, start_timeout, "nginx", lambda: error_log.read_text() if error_log.exists() else "")
             yield url, access_log, proc
         finally:
             _stop(proc)
-
-
-def _wait_up(url: str, proc: subprocess.Popen, timeout: float, error_log: pathlib.Path) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and proc.poll() is None:
-        try:
-            if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
-                return
-        except OSError:
-            time.sleep(0.2)
-    log = error_log.read_text() if error_log.exists() else ""
-    raise RuntimeError(f"nginx did not pass /_stcore/health within {timeout:.0f} s (exit {proc.poll()}):\n{log}")
 
 
 def _stop(proc: subprocess.Popen) -> None:

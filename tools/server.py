@@ -67,7 +67,9 @@ def streamlit_servers(count: int, start_timeout: float = 60.0) -> Iterator[list[
             stack.callback(_stop, proc)  # runs before its log file closes
             started.append((Server(f"http://127.0.0.1:{port}", proc), log))
         for server, log in started:
-            _wait_healthy(server.url, server.proc, start_timeout, log)
+            wait_healthy(
+                server.url, server.proc, start_timeout, "streamlit", lambda log=log: (log.seek(0), log.read())[1]
+            )
         try:
             yield [server for server, _ in started]
         finally:
@@ -84,7 +86,8 @@ def _stop(proc: subprocess.Popen) -> None:
         proc.wait(timeout=10)
 
 
-def _wait_healthy(url: str, proc: subprocess.Popen, timeout: float, log) -> None:
+def wait_healthy(url: str, proc: subprocess.Popen, timeout: float, what: str, log_text) -> None:
+    """Wait until `url`/_stcore/health answers "ok"; else raise with `what` failed and log_text() (its log)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and proc.poll() is None:
         try:
@@ -92,5 +95,6 @@ def _wait_healthy(url: str, proc: subprocess.Popen, timeout: float, log) -> None
                 return
         except OSError:
             time.sleep(0.3)
-    log.seek(0)
-    raise RuntimeError(f"streamlit did not answer /_stcore/health within {timeout:.0f} s:\n{log.read()}")
+    raise RuntimeError(
+        f"{what} did not answer /_stcore/health within {timeout:.0f} s (exit {proc.poll()}):\n{log_text()}"
+    )
