@@ -1,5 +1,7 @@
 """Helpers for the browser tests (headless Chromium against a real streamlit server)."""
 
+import asyncio
+import concurrent.futures
 import os
 import pathlib
 import shutil
@@ -31,3 +33,10 @@ def chromium_or_skip() -> None:
         if os.environ.get("CI"):
             pytest.fail("CI must have Debian's chromium at /usr/bin/chromium (.ci/run installs it)")
         pytest.skip("Debian's chromium is not installed (apt-get install -y chromium)")
+
+
+def run_async(coro):
+    """asyncio.run(coro) in a thread of its own: an earlier browser test's sync Playwright runs an event loop in
+    this one for the rest of the session, and asyncio.run refuses to start inside a running loop."""
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coro).result()

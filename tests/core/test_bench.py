@@ -5,6 +5,7 @@ no test looks at wall-clock time beyond "positive".
 """
 
 import csv
+import dataclasses
 import json
 import os
 import subprocess
@@ -356,8 +357,13 @@ def test_cli_fa2_needs_a_head_dim_dividing_2048(capsys):
 
 
 def test_budget_counts_the_backwards_score_copies():
-    # fwd_bwd: naive holds ~6 score matrices, naive_masked ~7 (measured); 2*128*128*4 B = 128 KiB each
-    rows = run_benchmark(small(ns=(128,), repeats=1, mode="fwd_bwd", memory_budget_mb=0.8))
+    # fwd_bwd: naive holds ~6 score matrices, naive_masked ~7 (measured); 2*128*128*4 B = 128 KiB each. The budget
+    # sits between the two entries' whole needs (inputs and working memory), which differ by one score matrix + mask.
+    config = small(ns=(128,), repeats=1, mode="fwd_bwd")
+    naive_need, masked_need = (bench.estimated_bytes(m, config, 128) for m in ("naive", "naive_masked"))
+    assert masked_need - naive_need == 2 * 128 * 128 * 4 + 128 * 128  # one more score matrix and the bool mask
+    assert naive_need - bench.estimated_bytes("naive", small(ns=(128,), repeats=1), 128) == 3 * 2 * 128 * 128 * 4
+    rows = run_benchmark(dataclasses.replace(config, memory_budget_mb=(naive_need + masked_need) / 2 / 2**20))
     status = {r["method"]: r["status"] for r in rows}
     assert status["naive"] == "ok"
     assert status["naive_masked"].startswith("skipped: naive_masked holds ~7 score copies")

@@ -7,7 +7,7 @@ asserts no errors and no lost changes only, never wall-clock times.
 import asyncio
 
 import pytest
-from browser_helpers import chromium_or_skip
+from browser_helpers import chromium_or_skip, run_async
 
 from tools.load_test import Pace, run_sessions, run_ws_sessions
 
@@ -21,7 +21,7 @@ SESSIONS, CHANGES = 3, 4
 @pytest.mark.load
 def test_concurrent_sessions_finish_every_change_without_errors(server):
     chromium_or_skip()
-    results, _ = asyncio.run(asyncio.wait_for(run_sessions(server, SESSIONS, CHANGES, timeout_s=60), 240))
+    results, _ = run_async(asyncio.wait_for(run_sessions(server, SESSIONS, CHANGES, timeout_s=60), 240))
     errors = [e for r in results for e in r.errors]
     assert errors == []
     assert [len(r.changes) for r in results] == [CHANGES] * SESSIONS
@@ -32,7 +32,7 @@ def test_concurrent_protocol_sessions_finish_every_change_without_errors(server)
 
     Every rerun the sessions ask for must end in `script_finished` with no exception or error box drawn.
     """
-    results, _ = asyncio.run(asyncio.wait_for(run_ws_sessions(server, 4, 5, timeout_s=120), 400))
+    results, _ = run_async(asyncio.wait_for(run_ws_sessions(server, 4, 5, timeout_s=120), 400))
     errors = [e for r in results for e in r.errors]
     assert errors == []
     assert [len(r.changes) for r in results] == [5] * 4
@@ -42,7 +42,7 @@ def test_human_pace_sessions_think_switch_pages_and_lose_nothing(server):
     """The human-pace mode of the load tool (think time, page switches, a chosen mix of pages) on a few sessions."""
     pace = Pace(think=(0.05, 0.2), switch_share=0.5, pages=("sqrt_dk", "masks"))
     run = run_ws_sessions(server, 3, 4, timeout_s=120, seed=1, pace=pace)
-    results, _ = asyncio.run(asyncio.wait_for(run, 400))
+    results, _ = run_async(asyncio.wait_for(run, 400))
     assert [e for r in results for e in r.errors] == []
     assert [len(r.changes) for r in results] == [4] * 3
     done = [(kind, what) for r in results for kind, what, _ in r.changes]

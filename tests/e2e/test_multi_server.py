@@ -11,6 +11,7 @@ import urllib.error
 import urllib.request
 
 import pytest
+from browser_helpers import run_async
 
 from tools.load_test import Pace
 from tools.multi_server import lecture, nginx_binary, spread_when_logged, sticky_sessions
@@ -53,10 +54,10 @@ async def _prepare(backends) -> tuple[int, int]:
 def test_two_processes_behind_nginx_spread_sticky_sessions_and_lose_nothing():
     with lecture(2) as lec:
         # Why stickiness matters: a download lives only in the memory of the process that made it.
-        assert asyncio.run(_prepare(lec.backends)) == (200, 404)
+        assert run_async(_prepare(lec.backends)) == (200, 404)
 
         run = sticky_sessions(lec.url, SESSIONS, CHANGES, Pace(pages=(PAGE,)), timeout_s=120, total_s=300)
-        results, downloads, _ = asyncio.run(asyncio.wait_for(run, 300))
+        results, downloads, _ = run_async(asyncio.wait_for(run, 300))
         assert [e for r in results for e in r.errors] == []
         assert [len(r.changes) for r in results] == [CHANGES] * SESSIONS
         assert sorted(downloads) == list(range(SESSIONS))
