@@ -52,13 +52,14 @@ class Line:
         try:
             while True:
                 with self._cond:
-                    ahead = self._waiting.index(ticket)
-                    if ahead == 0 and self._running < self.slots:
+                    waiting_ahead = self._waiting.index(ticket)
+                    if waiting_ahead == 0 and self._running < self.slots:
                         self._waiting.pop(0)
                         self._running += 1
                         break
+                    ahead = waiting_ahead + self._running  # those in line before it, and those running
                 if on_wait is not None:
-                    on_wait(ahead + self._running_ahead())
+                    on_wait(ahead)
                 with self._cond:
                     self._cond.wait(POLL_S)
         except BaseException:
@@ -73,10 +74,6 @@ class Line:
             with self._cond:
                 self._running -= 1
                 self._cond.notify_all()
-
-    def _running_ahead(self) -> int:
-        with self._cond:
-            return self._running
 
 
 def _slots() -> int:
