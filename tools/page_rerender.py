@@ -23,16 +23,17 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from streamlit.runtime.scriptrunner.script_cache import ScriptCache  # noqa: E402
-from streamlit.testing.v1 import AppTest, local_script_runner  # noqa: E402
+from streamlit.testing.v1 import AppTest, app_test, local_script_runner  # noqa: E402
 
 from explorer.ui.registry import PAGES  # noqa: E402
 from tools.controls import controls, set_random  # noqa: E402
 
 RUN_CPU = "_run_cpu_ms"  # written by app.py at the end of every run
-# A server compiles each page script once (one ScriptCache); AppTest gives every run a fresh one, which would add
-# the parse and compile of the page (~10 ms) to every measured run.
+# A server compiles each script once (one ScriptCache for app.py and every page); AppTest gives every run two fresh
+# ones (its script runner's, for app.py, and its pages manager's, for the page), which would add the parse, the
+# magic rewrite and the compile of the page (~10 ms) to every measured run.
 _SCRIPTS = ScriptCache()
-local_script_runner.ScriptCache = lambda: _SCRIPTS
+local_script_runner.ScriptCache = app_test.ScriptCache = lambda: _SCRIPTS
 
 
 def _run(at: AppTest, path: str, what: str) -> tuple[float, float]:

@@ -6,7 +6,7 @@ from explorer.charts import equivariance as charts
 from explorer.tables import equivariance as tables
 from explorer.ui import state as controls
 from explorer.ui.claims import notes_claim
-from explorer.ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed, spec_of
+from explorer.ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed, spec_of, table
 from explorer.ui.i18n import t, td, tl
 
 KINDS = list(tables.PERMUTATION_CHOICES)
@@ -14,9 +14,9 @@ WIDTHS = [2, 4, 8, 16, 32, 64]  # even: sinusoidal encodings come in sin/cos pai
 CURRENT = {(causal, positional): label for label, causal, positional in tables.VARIANTS}
 MATRICES = {"A": "a", "A′": "a_prime", "P A Pᵀ": "pap"}  # the tables' matrix names, and their keys in the strings
 
-views = st.cache_data(max_entries=64)(tables.weights_views)
-variant_errors = st.cache_data(max_entries=64)(tables.variant_errors)
-shared_projection = st.cache_data(max_entries=64)(tables.shared_projection)
+views = table(tables.weights_views, 64)
+variant_errors = table(tables.variant_errors, 64)
+shared_projection = table(tables.shared_projection, 64)
 kind_labels = td("equivariance.kinds")
 breakers = td("equivariance.breakers")
 

@@ -5,7 +5,7 @@ import streamlit as st
 from explorer.charts import flash as charts
 from explorer.tables import flash as tables
 from explorer.ui import state as controls
-from explorer.ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed, spec_of
+from explorer.ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed, spec_of, table
 from explorer.ui.i18n import t, td, tl
 
 BLOCKS = [2, 4, 8, 16, 32]
@@ -13,9 +13,9 @@ HBM_SIZES = [16, 32, 64, 128, 256]
 HBM_N = tuple(2**i for i in range(8, 17))  # 256 .. 65536
 PLAY_SECONDS = 3.0  # the whole animation, however many tiles
 
-walkthrough = st.cache_data(max_entries=32)(tables.walkthrough)
-tile_grid = st.cache_data(max_entries=128)(tables.tile_grid)
-hbm_sweep = st.cache_data(max_entries=32)(tables.hbm_sweep)
+walkthrough = table(tables.walkthrough, 32)
+tile_grid = table(tables.tile_grid, 128)
+hbm_sweep = table(tables.hbm_sweep, 32)
 
 
 def _fmt(m: float) -> str:

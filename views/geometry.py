@@ -4,7 +4,7 @@ import streamlit as st
 from explorer.charts import geometry as charts
 from explorer.tables import geometry as tables
 from explorer.ui import state as controls
-from explorer.ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed, wire
+from explorer.ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed, table, wire
 from explorer.ui.i18n import t, td, tl
 
 PARITY_D = [2, 4, 8, 16, 32, 64, 128]
@@ -32,7 +32,7 @@ def parity_view(d: int, hidden: int, rng_seed: int, text: dict, names: dict):
     return pairs, stats, params, wire(charts.parity_scatter(pairs, text, names))
 
 
-cosine_sweep = st.cache_data(max_entries=8)(tables.cosine_variance_sweep)
+cosine_sweep = table(tables.cosine_variance_sweep, 8)
 
 
 @st.cache_data(max_entries=32)

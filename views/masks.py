@@ -7,16 +7,16 @@ from explorer.charts import masks as charts
 from explorer.tables import masks as tables
 from explorer.ui import state as controls
 from explorer.ui.claims import notes_claim
-from explorer.ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed, spec_of, wire
+from explorer.ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed, spec_of, table, wire
 from explorer.ui.i18n import t, td, tl
 
 GRID = "mask_grid"  # the custom grid in the URL: one row of 0/1 per query, rows joined by "-" (1 = may attend)
 
-mask_parts = st.cache_data(max_entries=64)(tables.mask_parts)
-scores_and_weights = st.cache_data(max_entries=64)(tables.scores_and_weights)
-fill_comparison = st.cache_data(max_entries=64)(tables.fill_comparison)
-padding_renormalisation = st.cache_data(max_entries=8)(tables.padding_renormalisation)
-notes_masks = st.cache_data(max_entries=64)(tables.notes_masks)
+mask_parts = table(tables.mask_parts, 64)
+scores_and_weights = table(tables.scores_and_weights, 64)
+fill_comparison = table(tables.fill_comparison, 64)
+padding_renormalisation = table(tables.padding_renormalisation, 8)
+notes_masks = table(tables.notes_masks, 64)
 part_names = td("masks.parts")
 cells_text = td("masks.charts.cells")
 

@@ -4,14 +4,14 @@ import streamlit as st
 from explorer.charts import multihead as charts
 from explorer.tables import multihead as tables
 from explorer.ui import state as controls
-from explorer.ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed, wire
+from explorer.ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed, table, wire
 from explorer.ui.i18n import t, td, tl
 
 MODES = ["self", "cross"]
 
-forward_tables = st.cache_data(max_entries=64)(tables.forward_tables)
-parameter_sweep = st.cache_data(max_entries=16)(tables.parameter_sweep)
-references = st.cache_data(max_entries=1)(tables.references)
+forward_tables = table(tables.forward_tables, 64)
+parameter_sweep = table(tables.parameter_sweep, 16)
+references = table(tables.references, 1)
 
 
 # Building an Altair chart costs more than the forward pass: the built charts are cached too, by plain parameters

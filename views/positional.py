@@ -5,7 +5,7 @@ import streamlit as st
 from explorer.charts import positional as charts
 from explorer.tables import positional as tables
 from explorer.ui import state as controls
-from explorer.ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed, spec_of
+from explorer.ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed, spec_of, table
 from explorer.ui.i18n import t, td, tl
 
 AMPLITUDES = (0.0, 0.01, 0.02, 0.05) + tuple(round(0.1 * i, 1) for i in range(1, 21))  # the slider's 0.1 steps
@@ -13,13 +13,13 @@ PERIODS = list(range(2, 17))
 MAX_PERIODS = 4  # lcm(11, 13, 15, 16) = 34320 stays within tables.SEARCH_LIMIT
 ALIAS_WINDOW = 480  # positions drawn in the aliasing chart at most
 
-encoding = st.cache_data(max_entries=32)(tables.encoding_table)
-gram = st.cache_data(max_entries=32)(tables.gram_by_offset)
-shift = st.cache_data(max_entries=64)(tables.shift_check)
-circle = st.cache_data(max_entries=64)(tables.rotation_circle)
-aliasing = st.cache_data(max_entries=64)(tables.aliasing_table)
-collision = st.cache_data(max_entries=64)(tables.first_collision)
-symmetry = st.cache_data(max_entries=32)(tables.equivariance_sweep)
+encoding = table(tables.encoding_table, 32)
+gram = table(tables.gram_by_offset, 32)
+shift = table(tables.shift_check, 64)
+circle = table(tables.rotation_circle, 64)
+aliasing = table(tables.aliasing_table, 64)
+collision = table(tables.first_collision, 64)
+symmetry = table(tables.equivariance_sweep, 32)
 
 header(t("positional.title"), t("positional.lede"))
 predict_first(t("positional.question"), t("positional.answer"))

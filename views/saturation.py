@@ -5,18 +5,18 @@ import streamlit as st
 from explorer.charts import saturation as charts
 from explorer.tables import saturation as tables
 from explorer.ui import state as controls
-from explorer.ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed, wire
+from explorer.ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed, table, wire
 from explorer.ui.i18n import t, td, tl
 
 N_KEYS = [2, 4, 8, 16, 32, 64]
 SCALES = ["scaled", "unscaled"]
 MAX_LOGITS_TEXT = 200  # characters: 16 numbers with room to spare, and what a URL value may hold
 
-sweep = st.cache_data(max_entries=16)(tables.saturation_sweep)
-temperature_curve = st.cache_data(max_entries=64)(tables.temperature_curve)
-temperature_row = st.cache_data(max_entries=128)(tables.temperature_row)
-example = st.cache_data(max_entries=32)(tables.softmax_example)
-notes_check = st.cache_data(max_entries=1)(tables.notes_check)
+sweep = table(tables.saturation_sweep, 16)
+temperature_curve = table(tables.temperature_curve, 64)
+temperature_row = table(tables.temperature_row, 128)
+example = table(tables.softmax_example, 32)
+notes_check = table(tables.notes_check, 1)
 names = td("saturation.series")
 scale_labels = td("saturation.scales")
 

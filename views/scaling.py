@@ -8,7 +8,7 @@ from explorer.charts import scaling as charts
 from explorer.tables import scaling as tables
 from explorer.ui import heavy
 from explorer.ui import state as controls
-from explorer.ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed, wire
+from explorer.ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed, table, wire
 from explorer.ui.i18n import t, td, tl
 
 # recorded runs; the variable lets a test point the page at a folder of its own
@@ -30,9 +30,9 @@ WAITING = "_bench_waiting_for_submit"
 TIME_COLUMNS = ["source", "method", "n", "time_ms", "time_p10", "time_p90"]
 MEMORY_COLUMNS = ["source", "method", "n", "peak_mib", "scores_mib"]
 
-recorded_runs = st.cache_data(max_entries=8)(tables.recorded_runs)
-fits = st.cache_data(max_entries=32)(tables.slopes)
-slope_summary = st.cache_data(max_entries=32)(tables.slope_summary)
+recorded_runs = table(tables.recorded_runs, 8)
+fits = table(tables.slopes, 32)
+slope_summary = table(tables.slope_summary, 32)
 names = td("scaling.methods")
 sources = td("scaling.sources")
 

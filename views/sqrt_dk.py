@@ -4,16 +4,16 @@ from attn_core.stats import DISTRIBUTIONS, theoretical_score_kurtosis
 from explorer.charts import sqrt_dk as charts
 from explorer.tables import sqrt_dk as tables
 from explorer.ui import state as controls
-from explorer.ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed, spec_of
+from explorer.ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed, spec_of, table
 from explorer.ui.i18n import t, td, tl
 
 SWEEP_PAIRS = 2000  # per d_k in the sweep: a 3% standard error on each variance, one cheap draw
 PAIRS = [1000, 2000, 5000, 10000, 20000]
 NOT_NORMAL = 0.5  # excess kurtosis from which the histogram visibly departs from the bell curve
 
-histograms = st.cache_data(max_entries=32)(tables.score_histograms)
-sweep = st.cache_data(max_entries=16)(tables.variance_sweep)
-softmax_row = st.cache_data(max_entries=64)(tables.softmax_row)
+histograms = table(tables.score_histograms, 32)
+sweep = table(tables.variance_sweep, 16)
+softmax_row = table(tables.softmax_row, 64)
 labels = td("sqrt_dk.distributions")
 names = td("sqrt_dk.series")
 

@@ -7,12 +7,12 @@ from explorer.charts import worked_example as charts
 from explorer.tables import notes
 from explorer.tables import worked_example as tables
 from explorer.ui import state as controls
-from explorer.ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed, spec_of
+from explorer.ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed, spec_of, table
 from explorer.ui.i18n import fill, t, td, tl
 
-steps_of = st.cache_data(max_entries=64)(tables.attention_steps)
-backward_of = st.cache_data(max_entries=64)(tables.backward_steps)
-claims = st.cache_data(max_entries=16)(notes.check_claims)
+steps_of = table(tables.attention_steps, 64)
+backward_of = table(tables.backward_steps, 64)
+claims = table(notes.check_claims, 16)
 
 
 @st.cache_data(max_entries=64)

@@ -3,11 +3,16 @@ data, friendly errors, and the classroom options (language, projector mode, less
 
 from __future__ import annotations
 
+import collections
 import contextlib
+import functools
 import importlib
 import platform
 import re
+import threading
 import urllib.parse
+import weakref
+from collections.abc import Callable
 
 import pandas as pd
 import pyarrow as pa
@@ -17,7 +22,7 @@ from streamlit import dataframe_util
 
 from explorer.charts.common import to_spec
 from explorer.ui import state
-from explorer.ui.i18n import LANGUAGES, browser_language, t
+from explorer.ui.i18n import LANGUAGES, browser_language, language_changed, t
 from explorer.ui.registry import PAGES, PageInfo
 
 DEFAULT_SEED = 0
@@ -143,11 +148,109 @@ def _built_spec(builder: str, args: tuple, kwargs: dict, properties: dict) -> di
     return _build(builder, args, kwargs, properties)
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
-def _built_from_key(builder: str, data_key: tuple, plain: tuple, kwargs: dict, properties: dict, _frames: tuple):
-    return _build(
-        builder, tuple(p if f is None else f for f, p in zip(_frames, plain, strict=True)), kwargs, properties
-    )
+# Where a DataFrame came from: id(frame) -> (weak reference to it, (table function, its arguments)). A frame that
+# `table()` handed out stands for its origin in a chart's cache key: hashing its values costs ~1 ms per thousand rows
+# on every run, a look-up here costs nothing. A frame made from it (filtered, sorted) is a new object with no origin.
+_ORIGINS: dict[int, tuple[weakref.ref, tuple]] = {}
+_PLAIN = (str, int, float, bool, type(None))
+
+
+def _remember(frame: pd.DataFrame, origin: tuple) -> None:
+    key = id(frame)
+
+    def forget(ref: weakref.ref, key: int = key) -> None:
+        entry = _ORIGINS.get(key)
+        if entry is not None and entry[0] is ref:
+            _ORIGINS.pop(key, None)
+
+    _ORIGINS[key] = (weakref.ref(frame, forget), origin)
+
+
+def origin(frame: pd.DataFrame) -> tuple | None:
+    """(table function, arguments[, position in its result]) of a frame that `table()` returned, else None."""
+    entry = _ORIGINS.get(id(frame))
+    return entry[1] if entry is not None and entry[0]() is frame else None
+
+
+def _is_plain(value) -> bool:
+    if isinstance(value, (tuple, list)):
+        return all(_is_plain(v) for v in value)
+    return isinstance(value, _PLAIN)
+
+
+@functools.cache
+def _cached_table(fn, max_entries: int):
+    return st.cache_data(max_entries=max_entries)(fn)
+
+
+@functools.cache
+def table(fn, max_entries: int):
+    """fn (a function of explorer.tables) cached for the whole server by its plain arguments, as st.cache_data does,
+    made once per process rather than on every run of the page, and with the frames it returns remembered by origin:
+    spec_of() then keys a chart of such a frame by the call that made it instead of hashing its values."""
+    cached, name = _cached_table(fn, max_entries), f"{fn.__module__}.{fn.__qualname__}"
+
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        result = cached(*args, **kwargs)
+        if not (_is_plain(args) and _is_plain(tuple(kwargs.values()))):
+            return result
+        where = (name, tuple(args), tuple(sorted(kwargs.items())))
+        if isinstance(result, pd.DataFrame):
+            _remember(result, where)
+        elif isinstance(result, tuple):
+            for i, part in enumerate(result):
+                if isinstance(part, pd.DataFrame):
+                    _remember(part, (*where, i))
+        return result
+
+    return call
+
+
+class _Unkeyed(Exception):
+    """An argument with no cheap, exact key (a frame of unknown origin, an object): Streamlit hashes it instead."""
+
+
+def _key(value):
+    """A hashable stand-in for a chart builder's argument, equal exactly when the arguments are equal."""
+    if type(value) in (str, int):
+        return value
+    if isinstance(value, pd.DataFrame):
+        where = origin(value)
+        if where is None:
+            raise _Unkeyed
+        return ("frame", where)
+    if isinstance(value, dict):
+        return ("dict", tuple((k, _key(v)) for k, v in value.items()))
+    if isinstance(value, (tuple, list)):
+        return (type(value).__name__, tuple(_key(v) for v in value))
+    if isinstance(value, _PLAIN):  # floats and booleans keep their type: 1, 1.0 and True are equal keys otherwise
+        return (type(value).__name__, value)
+    raise _Unkeyed
+
+
+class _Specs:
+    """The server's built charts by key, the least recently used dropped first. Specs are shared by every session
+    and never changed after they are built (chart() copies before adding padding or projector settings)."""
+
+    def __init__(self, size: int):
+        self.size, self._lock, self._specs = size, threading.Lock(), collections.OrderedDict()
+
+    def get(self, key, build: Callable[[], dict]) -> dict:
+        with self._lock:
+            spec = self._specs.get(key)
+            if spec is not None:
+                self._specs.move_to_end(key)
+                return spec
+        spec = build()  # outside the lock: two sessions missing at once both build, neither waits
+        with self._lock:
+            self._specs[key] = spec
+            while len(self._specs) > self.size:
+                self._specs.popitem(last=False)
+        return spec
+
+
+_SPECS = _Specs(256)
 
 
 def spec_of(builder, *args, properties: dict | None = None, data_key: tuple | None = None, **kwargs) -> dict:
@@ -155,17 +258,22 @@ def spec_of(builder, *args, properties: dict | None = None, data_key: tuple | No
 
     Building an Altair chart and turning it into a dict costs tens of milliseconds, more than most tables behind
     it; a class on one link asks for the same charts. `builder` is a function of an explorer.charts module; its
-    arguments are plain values, DataFrames and text dicts (Streamlit hashes them). `properties` are set on the
-    chart before it is turned into a dict (a height, say). Hashing a DataFrame of tens of thousands of rows costs
-    more than the lookup saves: `data_key`, the plain parameters the frames were computed from, then stands in
-    for the DataFrame arguments (the caller promises that equal keys mean equal frames).
+    arguments are plain values, text dicts and DataFrames. A DataFrame that `table()` returned is keyed by the call
+    that made it; `data_key`, the plain parameters the frames were computed from, stands in for every DataFrame
+    argument instead (the caller promises that equal keys mean equal frames). Any other DataFrame is hashed by
+    Streamlit, which costs about a millisecond per thousand rows.
     """
     name, properties = f"{builder.__module__}.{builder.__name__}", properties or {}
-    if data_key is None:
+    try:
+        if data_key is None:
+            key = (name, _key(args), _key(kwargs), _key(properties))
+        else:
+            frames = tuple(i for i, a in enumerate(args) if isinstance(a, pd.DataFrame))
+            plain = tuple(None if i in frames else a for i, a in enumerate(args))
+            key = (name, _key(plain), _key(kwargs), _key(properties), ("data_key", _key(data_key), frames))
+    except _Unkeyed:
         return _built_spec(name, args, kwargs, properties)
-    frames = tuple(a if isinstance(a, pd.DataFrame) else None for a in args)
-    plain = tuple(None if isinstance(a, pd.DataFrame) else a for a in args)
-    return _built_from_key(name, data_key, plain, kwargs, properties, frames)
+    return _SPECS.get(key, lambda: _build(name, args, kwargs, properties))
 
 
 def chart(figure, data: pd.DataFrame | None, name: str, *, where=None, width="stretch") -> None:
@@ -231,6 +339,7 @@ def sidebar() -> None:
     state.selectbox(
         "Language / 语言", list(LANGUAGES), browser_language(), key="lang", where=where, format_func=LANGUAGES.get
     )
+    language_changed()
     state.number_input(
         t("common.sidebar.seed"), 0, 2**31 - 1, DEFAULT_SEED, key="seed", where=bar, help=t("common.sidebar.seed_help")
     )

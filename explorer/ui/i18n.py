@@ -10,9 +10,11 @@ from __future__ import annotations
 import functools
 import pathlib
 import re
+import threading
 import tomllib
 
 import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 LANGUAGES = {"en": "English", "zh": "简体中文"}
 DEFAULT = "en"
@@ -55,9 +57,27 @@ def fill(text: str, values: dict) -> str:
     return _FIELD.sub(one, text) if values else text
 
 
+# The language of the run in progress, looked up once per run: a page asks for a hundred strings or more, and each
+# read of st.session_state costs tens of microseconds. A run is told apart by its context's `cursors`, a dict
+# Streamlit makes afresh at the start of every run (fragment runs included).
+_this_run = threading.local()
+
+
 def language() -> str:
+    ctx = get_script_run_ctx(suppress_warning=True)
+    run = ctx.cursors if ctx is not None else None
+    if run is not None and getattr(_this_run, "run", None) is run:
+        return _this_run.lang
     lang = st.session_state.get("lang", DEFAULT)
-    return lang if lang in LANGUAGES else DEFAULT
+    lang = lang if lang in LANGUAGES else DEFAULT
+    if run is not None:
+        _this_run.run, _this_run.lang = run, lang
+    return lang
+
+
+def language_changed() -> None:
+    """The language control has just been drawn: look the language up again."""
+    _this_run.run = None
 
 
 def browser_language() -> str:
