@@ -4,7 +4,7 @@ import streamlit as st
 from explorer.charts import geometry as charts
 from explorer.tables import geometry as tables
 from explorer.ui import state as controls
-from explorer.ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed, table, wire
+from explorer.ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed, shared, table, wire
 from explorer.ui.i18n import t, td, tl
 
 PARITY_D = [2, 4, 8, 16, 32, 64, 128]
@@ -13,20 +13,20 @@ HIDDEN = [4, 8, 16, 32, 64, 128]
 
 # Each view caches its table and its finished chart spec by plain parameters (the chart's strings
 # included, so each language has its own entry), so a rerun redraws only the view whose control moved.
-@st.cache_data(max_entries=256)
+@shared
 def hull_view(n_points: int, q_x: float, q_y: float, temperature: float, rng_seed: int, text: dict):
     points, hull, summary = tables.hull_view(n_points, q_x, q_y, temperature, rng_seed)
     return points, summary, wire(charts.hull_picture(points, hull, summary, (q_x, q_y), text))
 
 
-@st.cache_data(max_entries=64)
+@shared
 def regression_view(n_samples: int, noise: float, bandwidth: float, rng_seed: int, text: dict, names: dict):
     samples, curves, rmse = tables.regression_1d(n_samples, noise, bandwidth, rng_seed)
     data = pd.concat([samples.assign(series="samples")[["series", "x", "y"]], curves], ignore_index=True)
     return data, rmse, wire(charts.regression_curves(samples, curves, text, names))
 
 
-@st.cache_data(max_entries=64)
+@shared
 def parity_view(d: int, hidden: int, rng_seed: int, text: dict, names: dict):
     pairs, stats, params = tables.parity_samples(d, hidden, rng_seed)
     return pairs, stats, params, wire(charts.parity_scatter(pairs, text, names))
@@ -35,7 +35,7 @@ def parity_view(d: int, hidden: int, rng_seed: int, text: dict, names: dict):
 cosine_sweep = table(tables.cosine_variance_sweep, 8)
 
 
-@st.cache_data(max_entries=32)
+@shared
 def cosine_view(d: int, rng_seed: int, hist_text: dict, sweep_text: dict):
     bars, curve, stats = tables.cosine_histogram(d, tables.COS_PAIRS, rng_seed)
     sweep = cosine_sweep(tables.COS_SWEEP_PAIRS, rng_seed)

@@ -7,7 +7,19 @@ from explorer.charts import masks as charts
 from explorer.tables import masks as tables
 from explorer.ui import state as controls
 from explorer.ui.claims import notes_claim
-from explorer.ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed, spec_of, table, wire
+from explorer.ui.frame import (
+    chart,
+    formula,
+    friendly_errors,
+    header,
+    memo,
+    notice,
+    predict_first,
+    seed,
+    spec_of,
+    table,
+    wire,
+)
 from explorer.ui.i18n import t, td, tl
 
 GRID = "mask_grid"  # the custom grid in the URL: one row of 0/1 per query, rows joined by "-" (1 = may attend)
@@ -21,34 +33,42 @@ part_names = td("masks.parts")
 cells_text = td("masks.charts.cells")
 
 
-# Building an Altair chart costs more than computing these small tables: the built charts are cached too,
-# keyed by the same plain parameters (and their strings, so each language has its own entry).
+# Building an Altair chart costs more than computing these small tables: the built charts are kept for the whole
+# server (frame.memo), keyed by the same plain parameters (and their strings, so each language has its own entry).
 # `spec` is (n, parts, lengths, window, block, custom grid, sequence).
-@st.cache_data(max_entries=64)
 def mask_chart(spec: tuple, text: dict, names: dict):
-    cells, _ = mask_parts(*spec)
-    return wire(charts.mask_parts(cells, [*spec[1], "combined"], text, names))
+    def build():
+        cells, _ = mask_parts(*spec)
+        return wire(charts.mask_parts(cells, [*spec[1], "combined"], text, names))
+
+    return memo(("masks.mask_chart", spec, text, names), build)
 
 
-@st.cache_data(max_entries=64)
 def score_charts(spec: tuple, seed: int, scores_text: dict, weights_text: dict):
-    grid, rows = scores_and_weights(*spec, seed)
-    scores = charts.cell_heatmap(grid, "score", scores_text, scheme="blueorange", diverging=True)
-    return wire(scores), wire(charts.cell_heatmap(grid, "weight", weights_text, row_sums=rows))
+    def build():
+        grid, rows = scores_and_weights(*spec, seed)
+        scores = charts.cell_heatmap(grid, "score", scores_text, scheme="blueorange", diverging=True)
+        return wire(scores), wire(charts.cell_heatmap(grid, "weight", weights_text, row_sums=rows))
+
+    return memo(("masks.score_charts", spec, seed, scores_text, weights_text), build)
 
 
-@st.cache_data(max_entries=64)
 def fill_chart(spec: tuple, dtype: str, method: str, seed: int, text: dict):
-    cells, rows, _ = fill_comparison(*spec, dtype, seed)
-    chosen = cells[cells.method == method]
-    return wire(charts.cell_heatmap(chosen, "weight", text, row_sums=rows[rows.method == method]))
+    def build():
+        cells, rows, _ = fill_comparison(*spec, dtype, seed)
+        chosen = cells[cells.method == method]
+        return wire(charts.cell_heatmap(chosen, "weight", text, row_sums=rows[rows.method == method]))
+
+    return memo(("masks.fill_chart", spec, dtype, method, seed, text), build)
 
 
-@st.cache_data(max_entries=64)
 def gradient_chart(spec: tuple, dtype: str, seed: int, text: dict):
-    cells, _, _ = fill_comparison(*spec, dtype, seed)
-    lib = cells[cells.method == tables.LIBRARY]
-    return wire(charts.cell_heatmap(lib, "grad", text, scheme="purpleorange", diverging=True))
+    def build():
+        cells, _, _ = fill_comparison(*spec, dtype, seed)
+        lib = cells[cells.method == tables.LIBRARY]
+        return wire(charts.cell_heatmap(lib, "grad", text, scheme="purpleorange", diverging=True))
+
+    return memo(("masks.gradient_chart", spec, dtype, seed, text), build)
 
 
 def method_names() -> dict[str, str]:

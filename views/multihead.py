@@ -4,7 +4,7 @@ import streamlit as st
 from explorer.charts import multihead as charts
 from explorer.tables import multihead as tables
 from explorer.ui import state as controls
-from explorer.ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed, table, wire
+from explorer.ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed, shared, table, wire
 from explorer.ui.i18n import t, td, tl
 
 MODES = ["self", "cross"]
@@ -16,14 +16,14 @@ references = table(tables.references, 1)
 
 # Building an Altair chart costs more than the forward pass: the built charts are cached too, by plain parameters
 # and the strings they show (so each language has its own entry).
-@st.cache_data(max_entries=64)
+@shared
 def forward_charts(query_tokens: tuple, key_tokens: tuple | None, d_model: int, heads: int, seed: int, text: dict):
     result = forward_tables(query_tokens, key_tokens, d_model, heads, seed)
     maps = charts.head_maps(result["maps"], text["maps"])
     return wire(maps), wire(charts.concat_heatmap(result["concat"], result["d_k"], text["concat"]))
 
 
-@st.cache_data(max_entries=64)
+@shared
 def parameter_chart(d_model: int, heads: int, text: dict):
     return wire(charts.parameter_bars(parameter_sweep(d_model), heads, text))
 

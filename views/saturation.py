@@ -5,7 +5,7 @@ import streamlit as st
 from explorer.charts import saturation as charts
 from explorer.tables import saturation as tables
 from explorer.ui import state as controls
-from explorer.ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed, table, wire
+from explorer.ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed, shared, table, wire
 from explorer.ui.i18n import t, td, tl
 
 N_KEYS = [2, 4, 8, 16, 32, 64]
@@ -17,6 +17,7 @@ temperature_curve = table(tables.temperature_curve, 64)
 temperature_row = table(tables.temperature_row, 128)
 example = table(tables.softmax_example, 32)
 notes_check = table(tables.notes_check, 1)
+jacobian_html = table(charts.jacobian_html, 64)
 names = td("saturation.series")
 scale_labels = td("saturation.scales")
 
@@ -24,7 +25,7 @@ scale_labels = td("saturation.scales")
 # Building an Altair chart costs ~25 ms, more than this page's maths: charts are cached as Vega-Lite specs keyed
 # by the controls their data depend on (and by their text, so each language has its own), and the current d_k
 # and T are spec parameters (charts.set_param), so moving d_k or T rebuilds only what must change.
-@st.cache_data(max_entries=16)
+@shared
 def d_k_charts(n_keys: int, seed_value: int, text: dict, series: dict) -> tuple[dict, dict, dict]:
     """Section 1's charts, with the d_k marker at 1 until set_param moves it."""
     df, d_k = sweep(n_keys, seed_value), tables.D_K_SWEEP[0]
@@ -39,13 +40,13 @@ def d_k_charts(n_keys: int, seed_value: int, text: dict, series: dict) -> tuple[
     )
 
 
-@st.cache_data(max_entries=128)
+@shared
 def bars_chart(d_k: int, n_keys: int, temperature: float, scale: str, seed_value: int, text: dict) -> dict:
     row, _ = temperature_row(d_k, n_keys, temperature, seed_value)
     return wire(charts.row_bars(row, scale, text))
 
 
-@st.cache_data(max_entries=64)
+@shared
 def entropy_chart(d_k: int, n_keys: int, seed_value: int, text: dict, series: dict) -> dict:
     """The entropy-against-T chart, with the T marker at 1 until set_param moves it."""
     curve = temperature_curve(d_k, n_keys, seed_value)
@@ -76,7 +77,7 @@ def show_example(logits: tuple[float, ...], weights_column, jacobian_column) -> 
         )
     with jacobian_column:
         st.caption(t("saturation.example.jacobian_caption"))
-        st.dataframe(charts.jacobian_table(cells, tables.JACOBIAN_LIMIT))
+        st.html(jacobian_html(cells, tables.JACOBIAN_LIMIT))
 
 
 header(t("saturation.title"), t("saturation.lede"))

@@ -7,7 +7,18 @@ from explorer.charts import worked_example as charts
 from explorer.tables import notes
 from explorer.tables import worked_example as tables
 from explorer.ui import state as controls
-from explorer.ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed, spec_of, table
+from explorer.ui.frame import (
+    chart,
+    formula,
+    friendly_errors,
+    header,
+    notice,
+    predict_first,
+    seed,
+    shared,
+    spec_of,
+    table,
+)
 from explorer.ui.i18n import fill, t, td, tl
 
 steps_of = table(tables.attention_steps, 64)
@@ -15,7 +26,7 @@ backward_of = table(tables.backward_steps, 64)
 claims = table(notes.check_claims, 16)
 
 
-@st.cache_data(max_entries=64)
+@shared
 def claims_shown(seed_value: int, verdicts: tuple, files: tuple, text: dict) -> pd.DataFrame:
     """The claims table as the viewer reads it (their language; the numbers as computed), for the chosen filters."""
     table = claims(seed_value)

@@ -50,12 +50,12 @@ def _marker(param: str, value: float):
 
 
 def set_param(spec: dict, param: str, value: float) -> dict:
-    """Set a parameter (D_K_PARAM or T_PARAM) of a chart spec built here, in place; returns the spec."""
-    for entry in spec.get("params", []):
-        if entry["name"] == param:
-            entry["value"] = value
-            return spec
-    raise ValueError(f"spec has no {param!r} parameter; its chart was not built with that marker")
+    """A copy of a chart spec built here with one parameter (D_K_PARAM or T_PARAM) set; the spec itself, shared by
+    every session, is left as it was (only its list of parameters is copied)."""
+    params = spec.get("params", [])
+    if not any(entry["name"] == param for entry in params):
+        raise ValueError(f"spec has no {param!r} parameter; its chart was not built with that marker")
+    return {**spec, "params": [{**e, "value": value} if e["name"] == param else e for e in params]}
 
 
 def _ceiling(value: float, label: str, *, side: str = "left"):
@@ -209,3 +209,9 @@ def jacobian_table(cells: pd.DataFrame, limit: float):
         return f"background-color: rgba({rgb}, {alpha:.3f}); color: {ink}"
 
     return matrix.style.map(tint).format("{:.2e}")
+
+
+def jacobian_html(cells: pd.DataFrame, limit: float) -> str:
+    """jacobian_table as an HTML table, for st.html: made once per example and cached, it costs well under a
+    millisecond per run, where st.dataframe converts a Styler (values, tints and formats) again every run (~10 ms)."""
+    return jacobian_table(cells, limit).to_html()

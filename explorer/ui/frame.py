@@ -22,7 +22,7 @@ from streamlit import dataframe_util
 
 from explorer.charts.common import to_spec
 from explorer.ui import state
-from explorer.ui.i18n import LANGUAGES, browser_language, language_changed, t
+from explorer.ui.i18n import LANGUAGES, browser_language, language_changed, t, this_run
 from explorer.ui.registry import PAGES, PageInfo
 
 DEFAULT_SEED = 0
@@ -172,30 +172,44 @@ def origin(frame: pd.DataFrame) -> tuple | None:
     return entry[1] if entry is not None and entry[0]() is frame else None
 
 
-def _is_plain(value) -> bool:
-    if isinstance(value, (tuple, list)):
-        return all(_is_plain(v) for v in value)
-    return isinstance(value, _PLAIN)
-
-
 @functools.cache
 def _cached_table(fn, max_entries: int):
     return st.cache_data(max_entries=max_entries)(fn)
 
 
+_calls = threading.local()  # this run's results of table functions: (run, {call: result})
+
+
+def _this_runs_results() -> dict:
+    run = this_run()
+    if run is None:
+        return {}
+    if getattr(_calls, "run", None) is not run:
+        _calls.run, _calls.results = run, {}
+    return _calls.results
+
+
 @functools.cache
 def table(fn, max_entries: int):
-    """fn (a function of explorer.tables) cached for the whole server by its plain arguments, as st.cache_data does,
-    made once per process rather than on every run of the page, and with the frames it returns remembered by origin:
-    spec_of() then keys a chart of such a frame by the call that made it instead of hashing its values."""
+    """fn (a function of explorer.tables) cached for the whole server by its arguments, as st.cache_data does, with:
+    - the cached function made once per process, not on every run of the page (Streamlit reads its source then);
+    - within one run, the same call answered with the same objects (a page that asks three times pays once for
+      hashing the arguments and unpickling the result); pages never change a returned frame in place;
+    - the frames it returns remembered by origin: spec_of() keys a chart of such a frame by the call that made it
+      instead of hashing its values."""
     cached, name = _cached_table(fn, max_entries), f"{fn.__module__}.{fn.__qualname__}"
 
     @functools.wraps(fn)
     def call(*args, **kwargs):
-        result = cached(*args, **kwargs)
-        if not (_is_plain(args) and _is_plain(tuple(kwargs.values()))):
+        try:
+            where = (name, _key(args), _key(dict(sorted(kwargs.items()))))
+        except _Unkeyed:  # an argument with no exact key of its own: Streamlit hashes it, nothing is remembered
+            return cached(*args, **kwargs)
+        results = _this_runs_results()
+        result = results.get(where)
+        if result is not None:
             return result
-        where = (name, tuple(args), tuple(sorted(kwargs.items())))
+        result = results[where] = cached(*args, **kwargs)
         if isinstance(result, pd.DataFrame):
             _remember(result, where)
         elif isinstance(result, tuple):
@@ -207,7 +221,7 @@ def table(fn, max_entries: int):
     return call
 
 
-class _Unkeyed(Exception):
+class _Unkeyed(TypeError):
     """An argument with no cheap, exact key (a frame of unknown origin, an object): Streamlit hashes it instead."""
 
 
@@ -251,6 +265,27 @@ class _Specs:
 
 
 _SPECS = _Specs(256)
+
+
+def memo(key: tuple, build: Callable[[], dict]) -> dict:
+    """build() once per key for the whole server (a chart spec, usually): `key` holds plain values, text dicts and
+    frames that table() returned, and must name everything build() depends on (its function's name first). Any
+    other argument raises TypeError: a programming error, which the page tests meet."""
+    return _SPECS.get(("memo", _key(key)), build)
+
+
+def shared(fn):
+    """A page's function (plain arguments, text dicts, frames from table()) whose results are kept for the whole
+    server by its arguments, through memo(): what @st.cache_data did, without hashing frame values, pickling the
+    results on every hit, or reading the function's source on every run of the page (its decorator runs each time).
+    The results are shared, not copied: callers only read them."""
+    where = (fn.__code__.co_filename, fn.__code__.co_firstlineno, fn.__qualname__)
+
+    @functools.wraps(fn)
+    def call(*args):
+        return memo((*where, *args), lambda: fn(*args))
+
+    return call
 
 
 def spec_of(builder, *args, properties: dict | None = None, data_key: tuple | None = None, **kwargs) -> dict:

@@ -63,9 +63,14 @@ def fill(text: str, values: dict) -> str:
 _this_run = threading.local()
 
 
-def language() -> str:
+def this_run() -> object | None:
+    """An object that stands for the run in progress (and is another object in the next run); None outside a run."""
     ctx = get_script_run_ctx(suppress_warning=True)
-    run = ctx.cursors if ctx is not None else None
+    return ctx.cursors if ctx is not None else None
+
+
+def language() -> str:
+    run = this_run()
     if run is not None and getattr(_this_run, "run", None) is run:
         return _this_run.lang
     lang = st.session_state.get("lang", DEFAULT)

@@ -19,7 +19,9 @@ def test_renders_at_defaults_with_formulas_charts_and_tables(open_page):
     assert_clean(at)
     assert not at.warning, [w.value for w in at.warning]
     assert len(at.get("vega_lite_chart")) == 5
-    assert len(at.dataframe) == 7  # 3 weight tables, 3 Jacobians, the comparison with the notes
+    assert len(at.dataframe) == 4  # 3 weight tables, the comparison with the notes
+    jacobians = [h.proto.body for h in at.get("html") if "∂p_i/∂z_j" in h.proto.body]
+    assert len(jacobians) == 3 and all("background-color: rgba(" in h for h in jacobians)  # tinted tables
     latex = " ".join(x.value for x in at.latex)
     assert r"\delta_{ij}" in latex and "e^{z_i/T}" in latex
     assert at.expander  # the predict-first answer is folded away
