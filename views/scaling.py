@@ -8,7 +8,19 @@ from explorer.charts import scaling as charts
 from explorer.tables import scaling as tables
 from explorer.ui import heavy
 from explorer.ui import state as controls
-from explorer.ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed, table, wire
+from explorer.ui.frame import (
+    chart,
+    formula,
+    friendly_errors,
+    header,
+    memo,
+    notice,
+    predict_first,
+    seed,
+    shared,
+    table,
+    wire,
+)
 from explorer.ui.i18n import t, td, tl
 
 # recorded runs; the variable lets a test point the page at a folder of its own
@@ -74,7 +86,7 @@ def progress_text(method: str):
     return say
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
+@shared
 def chart_specs(pts, log, time_text, memory_text, names, sources):
     """Both charts as Vega-Lite specs. Cached by the points, the axes and the words: building and validating
     an altair chart takes tens of ms, most of a rerun, so hiding a method or flipping the axes back is instant."""
@@ -102,6 +114,13 @@ def chart_specs(pts, log, time_text, memory_text, names, sources):
         theory=tables.score_matrix_line(pts, LIVE),
     )
     return wire(time_chart), wire(memory_chart)
+
+
+@shared
+def points_of(rows: pd.DataFrame, recorded_rows: pd.DataFrame | None) -> pd.DataFrame:
+    """The charts' points: the live rows, and the recorded run's if one is overlaid."""
+    recorded = [] if recorded_rows is None else [tables.points(recorded_rows, RECORDED)]
+    return pd.concat([tables.points(rows, LIVE), *recorded], ignore_index=True)
 
 
 def recorded_section(runs, readable):
@@ -212,6 +231,7 @@ if st.session_state[WAITING] or not methods:
 rows = pts = None
 with friendly_errors(t("scaling.sections.benchmark")):
     setting = (max_n, d, heads, causal, block, budget_mb)
+    live = (tuple(methods), *setting, seed(), DEVICE, time_limit_s)  # what the live rows were measured with
     config = tables.live_config(methods, *setting, seed(), DEVICE, time_limit_s)
     cancel = st.empty()  # shown while the benchmark waits or runs, gone once its rows are in
     cancel.button(t("scaling.queue.cancel"), key="bench_cancel", on_click=stop_benchmark, icon=":material/cancel:")
@@ -227,10 +247,7 @@ with friendly_errors(t("scaling.sections.benchmark")):
     cancel.empty()
     chosen = next((r for r in readable if r["label"] == overlay), None)
     recorded_rows = chosen["rows"][chosen["rows"].method.isin(methods)] if chosen else None
-    pts = pd.concat(
-        [tables.points(rows, LIVE)] + ([tables.points(recorded_rows, RECORDED)] if chosen else []),
-        ignore_index=True,
-    )
+    pts = points_of(rows, recorded_rows)
 if pts is None:
     recorded_section(runs, readable)
     st.stop()
@@ -254,13 +271,13 @@ with left, friendly_errors(t("scaling.sections.charts")):
         causal_word = t("scaling.causal_yes") if config.causal else t("scaling.causal_no")
         fields = tables.describe_fields(config) | {"causal": causal_word}
         if fields["block"] == tables.AUTO:
-            fields["block"] = t("scaling.block_auto", tiles=tables.tile_text(rows) or "–")
+            fields["block"] = t("scaling.block_auto", tiles=shared(tables.tile_text)(rows) or "–")
         parts = [t("scaling.caption.live", what=t("scaling.describe", **fields))]
         if chosen:
             parts.append(t("scaling.caption.recorded", label=chosen["label"], setup=chosen["setup"]))
         parts.append(t("scaling.caption.fit", points=tables.FIT_POINTS))
         st.caption("".join(parts))
-        differences = tables.setting_differences(rows, recorded_rows) if chosen else []
+        differences = shared(tables.setting_differences)(rows, recorded_rows) if chosen else []
         if differences:
             settings = td("scaling.settings")
             which = "; ".join(
@@ -284,15 +301,16 @@ with right:
     notice(tl("scaling.notice"))
 
 with friendly_errors(t("scaling.sections.measurements")):
-    skipped = tables.not_measured(rows, names, td("scaling.not_measured"))
+    skipped = shared(tables.not_measured)(rows, names, td("scaling.not_measured"))
     if not skipped.empty:
         st.markdown(t("scaling.not_measured_heading"))
         st.dataframe(skipped, hide_index=True, width="stretch")
     with st.expander(t("scaling.all_results", n=len(rows))):
-        st.dataframe(tables.results_table(rows, names, td("scaling.results")), hide_index=True, width="stretch")
+        results = shared(tables.results_table)(rows, names, td("scaling.results"))
+        st.dataframe(results, hide_index=True, width="stretch")
     st.download_button(
         t("scaling.download"),
-        tables.results_csv(rows, config),
+        memo(("scaling.results_csv", rows, *live), lambda: tables.results_csv(rows, config)),
         file_name=f"scaling_{DEVICE}_n{max_n}_d{d}_h{heads}.csv",
         mime="text/csv",
         key="bench_results_csv",

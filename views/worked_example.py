@@ -147,11 +147,14 @@ if steps is not None:
         formula(r"A=\mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}\right)")
         formula(r"Z=\mathrm{Attention}(Q,K,V)=AV")
         with friendly_errors(t("worked_example.sections.charts")):
+            # the charts' frames follow from the three matrices (their canonical text) and the scaling
+            inputs_key = (*(tables.matrix_text(shown[name]) for name in ("Q", "K", "V")), scaled)
             cells = tables.weights_long(steps["weights"])
-            chart(spec_of(charts.weights_heatmap, cells, td("worked_example.charts.weights")), cells, "weights")
+            text = td("worked_example.charts.weights")
+            chart(spec_of(charts.weights_heatmap, cells, text, data_key=inputs_key), cells, "weights")
             parts = tables.contributions(steps["weights"], v, token)
-            figure = spec_of(charts.contribution_bars, parts, td("worked_example.charts.pieces", token=token))
-            chart(figure, parts, "pieces")
+            text = td("worked_example.charts.pieces", token=token)
+            chart(spec_of(charts.contribution_bars, parts, text, data_key=(*inputs_key, token)), parts, "pieces")
         notice(tl("worked_example.notice"))
 
 if steps is not None:

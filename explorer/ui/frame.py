@@ -6,6 +6,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import functools
+import hashlib
 import importlib
 import platform
 import re
@@ -221,6 +222,14 @@ def table(fn, max_entries: int):
     return call
 
 
+SMALL_FRAME = 500  # rows: a frame of unknown origin up to this size is keyed by a digest of its values (~1 ms)
+
+
+def _digest(frame: pd.DataFrame) -> bytes:
+    values = pd.util.hash_pandas_object(frame, index=True).to_numpy()
+    return hashlib.blake2b(values.tobytes(), digest_size=16).digest()
+
+
 class _Unkeyed(TypeError):
     """An argument with no cheap, exact key (a frame of unknown origin, an object): Streamlit hashes it instead."""
 
@@ -231,8 +240,12 @@ def _key(value):
         return value
     if isinstance(value, pd.DataFrame):
         where = origin(value)
-        if where is None:
+        if where is not None:
+            return ("frame", where)
+        if len(value) > SMALL_FRAME:
             raise _Unkeyed
+        where = ("values", value.shape, tuple(value.columns), tuple(map(str, value.dtypes)), _digest(value))
+        _remember(value, where)  # the next key of this very frame (in this run) costs nothing
         return ("frame", where)
     if isinstance(value, dict):
         return ("dict", tuple((k, _key(v)) for k, v in value.items()))

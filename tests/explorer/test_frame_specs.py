@@ -2,9 +2,11 @@
 
 import pandas as pd
 import pyarrow as pa
+import pytest
 
 from explorer.charts import sqrt_dk as charts
 from explorer.charts.common import to_spec
+from explorer.ui import frame
 from explorer.ui.frame import _json_data, spec_of, wire
 
 ROW = pd.DataFrame({"key": [0, 1, 2], "weight": [0.5, 0.3, 0.2], "series": ["scaled"] * 3})
@@ -42,3 +44,79 @@ def test_a_data_key_stands_in_for_the_frames():
     changed = ROW.assign(weight=[0.2, 0.3, 0.5])
     assert _rows(spec_of(charts.softmax_bars, changed, TEXT, NAMES, data_key=("row", 1))) == _rows(first)
     assert _rows(spec_of(charts.softmax_bars, changed, TEXT, NAMES, data_key=("row", 2))) != _rows(first)
+
+
+# --- keys without hashing: frames by origin, small frames by a digest, the rest by Streamlit -------------------------
+
+BUILDS: list[tuple] = []
+
+
+def counted_bars(row: pd.DataFrame, text: dict, names: dict, marker=None):
+    """softmax_bars, counting its builds (spec_of builds a chart only for a key it has not seen)."""
+    BUILDS.append((len(row), marker))
+    return charts.softmax_bars(row, text, names)
+
+
+def weights_table(n: int, shift: float = 0.0) -> pd.DataFrame:
+    """A table function as the pages' tables are: a frame from plain arguments."""
+    return pd.DataFrame({"key": range(n), "weight": [1 / n + shift] * n, "series": ["scaled"] * n})
+
+
+def test_keys_keep_types_apart_and_follow_values():
+    assert frame._key(1) != frame._key(1.0) != frame._key(True)
+    assert frame._key((1, 2)) != frame._key([1, 2])
+    assert frame._key({"a": "x"}) == frame._key({"a": "x"}) != frame._key({"a": "y"})
+    small = ROW.copy()
+    assert frame._key(small) == frame._key(ROW.copy())  # equal values: equal keys
+    assert frame._key(ROW.assign(weight=[0.2, 0.3, 0.5])) != frame._key(ROW)
+    assert frame._key(ROW.astype({"key": "float64"})) != frame._key(ROW)  # same numbers, other type
+    with pytest.raises(TypeError):
+        frame._key(object())
+    big = pd.DataFrame({"x": range(frame.SMALL_FRAME + 1)})
+    with pytest.raises(TypeError):  # too large to digest on every run: spec_of hands it to Streamlit's hashing
+        frame._key(big)
+
+
+def test_a_table_frame_is_keyed_by_its_origin_and_a_frame_made_from_it_is_not():
+    table = frame.table(weights_table, 8)
+    first, again = table(4), table(4)
+    assert first is not again and first.equals(again)  # outside a run: two calls, two copies
+    assert frame.origin(first) == frame.origin(again) != frame.origin(table(5))
+    assert frame.origin(first[first.key > 0]) is None  # filtered: a new frame with no origin of its own
+    assert frame._key(first) == frame._key(again)
+
+
+def test_spec_of_builds_once_per_key_and_never_confuses_two_frames():
+    BUILDS.clear()
+    table = frame.table(weights_table, 8)
+    a = spec_of(counted_bars, table(3), TEXT, NAMES, marker="origin")
+    assert spec_of(counted_bars, table(3), TEXT, NAMES, marker="origin") is a  # the server-wide store answers
+    b = spec_of(counted_bars, table(3, shift=0.1), TEXT, NAMES, marker="origin")
+    assert BUILDS.count((3, "origin")) == 2 and _rows(a) != _rows(b)
+    filtered = table(3)[lambda f: f.key < 2]  # no origin: keyed by its values
+    c = spec_of(counted_bars, filtered, TEXT, NAMES, marker="values")
+    assert len(_rows(c)) == 2 and spec_of(counted_bars, filtered.copy(), TEXT, NAMES, marker="values") is c
+
+
+def test_memo_and_shared_answer_from_the_store():
+    calls = []
+
+    @frame.shared
+    def doubled(rows: pd.DataFrame, factor: int) -> pd.DataFrame:
+        calls.append(factor)
+        return rows.assign(weight=rows.weight * factor)
+
+    assert doubled(ROW, 2) is doubled(ROW.copy(), 2)
+    assert doubled(ROW, 3).weight.tolist() == (ROW.weight * 3).tolist()
+    assert calls == [2, 3]
+    with pytest.raises(TypeError):  # an argument with no exact key is a programming error, not a silent miss
+        frame.memo(("x", object()), dict)
+
+
+def test_the_store_drops_the_least_recently_used():
+    store = frame._Specs(2)
+    store.get("a", lambda: {"a": 1})
+    store.get("b", lambda: {"b": 1})
+    store.get("a", lambda: {"a": 2})  # a is used again: b is now the oldest
+    store.get("c", lambda: {"c": 1})
+    assert store.get("a", lambda: {"a": 3}) == {"a": 1} and store.get("b", lambda: {"b": 2}) == {"b": 2}

@@ -252,8 +252,11 @@ def test_chart_specs_validate_against_vega_lite():
     assert built[3].to_dict()["title"] == "One query's weights at T = 0.5"
     # the current d_k and T are parameters: moving them changes only their value, and the spec stays valid
     for chart, param in ((built[0], charts.D_K_PARAM), (built[1], charts.D_K_PARAM), (built[4], charts.T_PARAM)):
-        spec = charts.set_param(chart.to_dict(), param, 256.0)
+        built_spec = chart.to_dict()
+        before = repr(built_spec)
+        spec = charts.set_param(built_spec, param, 256.0)
         assert [p for p in spec["params"] if p["name"] == param] == [{"name": param, "value": 256.0}]
+        assert repr(built_spec) == before  # the shared spec is left as it was
         alt.Chart.from_dict(spec)  # validates
     with pytest.raises(ValueError, match="d_k_now"):
         charts.set_param(built[3].to_dict(), charts.D_K_PARAM, 256)
