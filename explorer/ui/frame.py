@@ -27,6 +27,7 @@ from explorer.ui.i18n import LANGUAGES, browser_language, language_changed, t, t
 from explorer.ui.registry import PAGES, PageInfo
 
 DEFAULT_SEED = 0
+SHARE_OPEN, TEACHER_OPEN = "share_open", "teacher_open"  # whether the sidebar's link panels are open
 BROWSER = "browser"  # the teacher's language choice that leaves the language to each student's browser
 
 # Projector mode: larger type, thicker marks, black on white. Streamlit sizes its text in rem, so the
@@ -443,31 +444,40 @@ def share_panel() -> None:
     # A link names the language only when the viewer chose one other than their browser's: a student whose browser
     # is Chinese then reads Chinese, whatever the language of the person who copied the link.
     chosen = st.session_state.get("lang")
-    with bar.expander(t("common.share.title"), icon=":material/link:"):
-        st.caption(t("common.share.help"))
-        st.code(view_link(lang=chosen if chosen != browser_language() else None), language=None, wrap_lines=True)
-    with bar.expander(t("common.teacher.title"), icon=":material/school:"):
-        st.caption(t("common.teacher.help"))
-        drawn = {k: v for k, v in state.controls_this_run().items() if k != "lang"}
-        hide = st.multiselect(
-            t("common.teacher.hide"), list(drawn), format_func=drawn.get, key="teacher_hide", placeholder="—"
-        )
-        no_sidebar = st.checkbox(t("common.teacher.no_sidebar"), key="teacher_no_sidebar")
-        lesson = st.checkbox(t("common.teacher.lesson"), value=True, key="teacher_lesson")
-        languages = {BROWSER: t("common.teacher.browser_language"), **LANGUAGES}
-        language = st.selectbox(
-            t("common.teacher.language"), list(languages), key="teacher_lang", format_func=languages.get
-        )
-        names = sorted(set(hide) | (state.hidden() - set(drawn)) | ({"sidebar"} if no_sidebar else set()))
-        st.code(
-            view_link(
-                hide=",".join(names) or None,
-                lesson="true" if lesson else "false",
-                lang=None if language == BROWSER else language,
-            ),
-            language=None,
-            wrap_lines=True,
-        )
+    # Each panel is drawn only while open (its key holds whether it is): most runs skip both, ~5 ms of widgets and
+    # links. Opening one reruns the page, so its links are made from the view as it is at that moment.
+    with bar.expander(t("common.share.title"), icon=":material/link:", key=SHARE_OPEN, on_change="rerun"):
+        if st.session_state.get(SHARE_OPEN):
+            st.caption(t("common.share.help"))
+            st.code(view_link(lang=chosen if chosen != browser_language() else None), language=None, wrap_lines=True)
+    with bar.expander(t("common.teacher.title"), icon=":material/school:", key=TEACHER_OPEN, on_change="rerun"):
+        if st.session_state.get(TEACHER_OPEN):
+            teacher_panel()
+
+
+def teacher_panel() -> None:
+    """The teacher's lesson link: which controls to hide, the sidebar, lesson mode and the class's language."""
+    st.caption(t("common.teacher.help"))
+    drawn = {k: v for k, v in state.controls_this_run().items() if k != "lang"}
+    hide = st.multiselect(
+        t("common.teacher.hide"), list(drawn), format_func=drawn.get, key="teacher_hide", placeholder="—"
+    )
+    no_sidebar = st.checkbox(t("common.teacher.no_sidebar"), key="teacher_no_sidebar")
+    lesson = st.checkbox(t("common.teacher.lesson"), value=True, key="teacher_lesson")
+    languages = {BROWSER: t("common.teacher.browser_language"), **LANGUAGES}
+    language = st.selectbox(
+        t("common.teacher.language"), list(languages), key="teacher_lang", format_func=languages.get
+    )
+    names = sorted(set(hide) | (state.hidden() - set(drawn)) | ({"sidebar"} if no_sidebar else set()))
+    st.code(
+        view_link(
+            hide=",".join(names) or None,
+            lesson="true" if lesson else "false",
+            lang=None if language == BROWSER else language,
+        ),
+        language=None,
+        wrap_lines=True,
+    )
 
 
 @contextlib.contextmanager

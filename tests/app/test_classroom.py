@@ -9,7 +9,7 @@ import pandas as pd
 from app_helpers import assert_clean, metric, open_link
 from streamlit.testing.v1 import AppTest
 
-from explorer.ui.frame import PROJECTOR_CHART, svg, wire
+from explorer.ui.frame import PROJECTOR_CHART, SHARE_OPEN, TEACHER_OPEN, svg, wire
 from explorer.ui.registry import PAGES
 
 PAGE = "views/sqrt_dk.py"
@@ -64,10 +64,23 @@ def test_projector_mode_enlarges_chart_text_and_marks():
     assert any("font-size" in h.proto.body for h in big.get("html"))
 
 
+def opened(at):
+    """The sidebar's two link panels opened, as a click on each does (it reruns the page)."""
+    at.session_state[SHARE_OPEN] = at.session_state[TEACHER_OPEN] = True
+    return at.run()
+
+
+def test_the_link_panels_are_drawn_only_while_open():
+    at = open_link(PAGE, {})
+    assert not at.sidebar.get("code") and not [w for w in at.sidebar.multiselect if w.key == "teacher_hide"]
+    opened(at)
+    assert len(at.sidebar.get("code")) == 2 and at.sidebar.multiselect(key="teacher_hide")
+
+
 def test_the_share_link_carries_every_control_and_the_teacher_link_its_choices():
     at = open_link(PAGE, {})
     at.select_slider(key="d_k").set_value(512).run()
-    share, teacher = (c.value for c in at.sidebar.get("code"))
+    share, teacher = (c.value for c in opened(at).sidebar.get("code"))
     assert link_params(share) == {k: v for k, v in at.query_params.items() if k != "lang"}
     at.sidebar.multiselect(key="teacher_hide").set_value(["d_k", "temperature"]).run()
     at.sidebar.checkbox(key="teacher_no_sidebar").check().run()
@@ -78,12 +91,12 @@ def test_the_share_link_carries_every_control_and_the_teacher_link_its_choices()
 
 
 def test_links_leave_the_language_to_the_reader_unless_it_was_chosen():
-    at = open_link(PAGE, {})  # no browser locale here: the browser's language counts as English
+    at = opened(open_link(PAGE, {}))  # no browser locale here: the browser's language counts as English
     share, teacher = (c.value for c in at.sidebar.get("code"))
     assert "lang" not in link_params(share) and "lang" not in link_params(teacher)
     at.sidebar.selectbox(key="teacher_lang").set_value("zh").run()
     assert link_params(at.sidebar.get("code")[1].value)["lang"] == "zh"  # the teacher chose Chinese for the class
-    chinese = open_link(PAGE, {"lang": "zh"})  # a viewer who switched to Chinese shares a Chinese link
+    chinese = opened(open_link(PAGE, {"lang": "zh"}))  # a viewer who switched to Chinese shares a Chinese link
     assert link_params(chinese.sidebar.get("code")[0].value)["lang"] == "zh"
     assert "lang" not in link_params(chinese.sidebar.get("code")[1].value)
 

@@ -59,3 +59,14 @@ def test_a_teachers_lesson_link_in_chinese_hides_what_it_names(server, page):
     )
     for param in ("hide=d_k%2Csidebar", "d_k=256", "lang=zh"):
         assert param in page.url or param.replace("%2C", ",") in page.url
+
+
+def test_the_share_panel_fills_in_when_opened(server, page):
+    """The link panel is drawn only while open: a click opens it, reruns the page and shows the current link."""
+    page.goto(f"{server}/sqrt_dk?d_k=256")
+    wait_for_app(page)
+    assert page.locator('[data-testid="stSidebar"] [data-testid="stCode"]').count() == 0
+    page.locator('[data-testid="stSidebar"] [data-testid="stExpander"] summary').first.click()
+    code = page.locator('[data-testid="stSidebar"] [data-testid="stCode"]').first
+    code.wait_for(state="visible", timeout=30_000)
+    assert "d_k=256" in code.inner_text()
