@@ -108,7 +108,7 @@ with friendly_errors(t("saturation.errors.sweep")):
     specs = d_k_charts(n_keys, seed(), chart_text, names)
     jacobian_spec, entropy_spec, max_weight_spec = (charts.set_param(c, charts.D_K_PARAM, d_k) for c in specs)
     swept = sweep(n_keys, seed())
-    now = swept.query("d_k == @d_k").set_index("series")
+    now = swept[swept.d_k == d_k].set_index("series")
     st.caption(t("saturation.now_caption", d_k=d_k))
     m1, m2, m3, m4 = st.columns(4)
     median_help, largest_help = t("saturation.metrics.median_help"), t("saturation.metrics.largest_help")
