@@ -4,7 +4,19 @@ import streamlit as st
 from explorer.charts import geometry as charts
 from explorer.tables import geometry as tables
 from explorer.ui import state as controls
-from explorer.ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed, shared, table, wire
+from explorer.ui.frame import (
+    chart,
+    formula,
+    friendly_errors,
+    header,
+    notice,
+    predict_first,
+    section,
+    seed,
+    shared,
+    table,
+    wire,
+)
 from explorer.ui.i18n import t, td, tl
 
 PARITY_D = [2, 4, 8, 16, 32, 64, 128]
@@ -51,147 +63,179 @@ def cosine_view(d: int, rng_seed: int, hist_text: dict, sweep_text: dict):
 header(t("geometry.title"), t("geometry.lede"))
 predict_first(t("geometry.question"), t("geometry.answer"))
 
-st.subheader(t("geometry.sections.hull"))
-with st.container(border=True):
-    c1, c2, c3, c4 = st.columns(4)
-    n_points = controls.slider(t("geometry.controls.n_points"), 3, 12, 6, 1, key="geo_n_points", where=c1)
-    q_x = controls.slider(t("geometry.controls.q_x"), -3.0, 3.0, 1.0, 0.1, key="geo_q_x", where=c2)
-    q_y = controls.slider(t("geometry.controls.q_y"), -3.0, 3.0, 0.5, 0.1, key="geo_q_y", where=c3)
-    temperature = controls.slider(
-        t("geometry.controls.temperature"), 0.05, 5.0, 1.0, 0.05, key="geo_temperature", where=c4
-    )
 
-summary = None  # stays None if the picture cannot be computed; the views below then skip their numbers
-left, right = st.columns([3, 2])
-with left, friendly_errors(t("geometry.errors.picture")):
-    points, summary, spec = hull_view(n_points, q_x, q_y, temperature, seed(), td("geometry.charts.hull"))
-    chart(spec, points, "hull_picture", width="content")
-with right:
-    formula(r"o=\sum_{i=1}^{n}\alpha_i v_i,\qquad \alpha_i\ge 0,\quad \sum_{i=1}^{n}\alpha_i=1")
-    formula(
-        r"\alpha_i=\frac{e^{\,q\cdot k_i/(\sqrt{d}\,T)}}{\sum_j e^{\,q\cdot k_j/(\sqrt{d}\,T)}}",
-        t("geometry.captions.convex"),
-    )
-    if summary is not None:
-        m1, m2 = st.columns(2)
-        m1.metric(
-            t("geometry.metrics.inside"),
-            t("geometry.metrics.yes") if summary["inside"] else t("geometry.metrics.no"),
-            help=t("geometry.metrics.inside_help"),
+@section
+def hull_and_weights() -> None:
+    """The convex-hull picture and, for the same q, K = V and T, attention beside Nadaraya-Watson."""
+    st.subheader(t("geometry.sections.hull"))
+    with st.container(border=True):
+        c1, c2, c3, c4 = st.columns(4)
+        n_points = controls.slider(t("geometry.controls.n_points"), 3, 12, 6, 1, key="geo_n_points", where=c1)
+        q_x = controls.slider(t("geometry.controls.q_x"), -3.0, 3.0, 1.0, 0.1, key="geo_q_x", where=c2)
+        q_y = controls.slider(t("geometry.controls.q_y"), -3.0, 3.0, 0.5, 0.1, key="geo_q_y", where=c3)
+        temperature = controls.slider(
+            t("geometry.controls.temperature"), 0.05, 5.0, 1.0, 0.05, key="geo_temperature", where=c4
         )
-        m2.metric(
-            t("geometry.metrics.largest"), f"{points.attention.max():.3f}", help=t("geometry.metrics.largest_help")
+
+    summary = None  # stays None if the picture cannot be computed; the views below then skip their numbers
+    left, right = st.columns([3, 2])
+    with left, friendly_errors(t("geometry.errors.picture")):
+        points, summary, spec = hull_view(n_points, q_x, q_y, temperature, seed(), td("geometry.charts.hull"))
+        chart(spec, points, "hull_picture", width="content")
+    with right:
+        formula(r"o=\sum_{i=1}^{n}\alpha_i v_i,\qquad \alpha_i\ge 0,\quad \sum_{i=1}^{n}\alpha_i=1")
+        formula(
+            r"\alpha_i=\frac{e^{\,q\cdot k_i/(\sqrt{d}\,T)}}{\sum_j e^{\,q\cdot k_j/(\sqrt{d}\,T)}}",
+            t("geometry.captions.convex"),
         )
-        x, y = summary["output"]
-        st.caption(
-            t(
-                "geometry.captions.hull",
-                x=x,
-                y=y,
-                k=summary["n_vertices"],
-                n=n_points,
-                point=points.point[points.attention.idxmax()],
+        if summary is not None:
+            m1, m2 = st.columns(2)
+            m1.metric(
+                t("geometry.metrics.inside"),
+                t("geometry.metrics.yes") if summary["inside"] else t("geometry.metrics.no"),
+                help=t("geometry.metrics.inside_help"),
             )
+            m2.metric(
+                t("geometry.metrics.largest"), f"{points.attention.max():.3f}", help=t("geometry.metrics.largest_help")
+            )
+            x, y = summary["output"]
+            st.caption(
+                t(
+                    "geometry.captions.hull",
+                    x=x,
+                    y=y,
+                    k=summary["n_vertices"],
+                    n=n_points,
+                    point=points.point[points.attention.idxmax()],
+                )
+            )
+        notice(tl("geometry.notice.hull"))
+
+    st.subheader(t("geometry.sections.regression"))
+    a_col, nw_col = st.columns(2)
+    with a_col:
+        formula(
+            r"o=\mathrm{softmax}\!\left(\frac{qK^\top}{\sqrt{d}\,T}\right)V", "naive_attention(q, K, V, temperature=T)"
         )
-    notice(tl("geometry.notice.hull"))
-
-st.subheader(t("geometry.sections.regression"))
-a_col, nw_col = st.columns(2)
-with a_col:
-    formula(r"o=\mathrm{softmax}\!\left(\frac{qK^\top}{\sqrt{d}\,T}\right)V", "naive_attention(q, K, V, temperature=T)")
-with nw_col:
-    formula(
-        r"\hat f(q)=\frac{\sum_i \mathcal{K}(q,k_i)\,v_i}{\sum_j \mathcal{K}(q,k_j)},\ \ "
-        r"\mathcal{K}(q,k)=e^{\,q\cdot k/(\sqrt{d}\,T)}",
-        "nadaraya_watson(q, K, V, kernel='exponential')",
-    )
-if summary is not None:  # the same q, K = V and T as the picture above
-    a_col.markdown(t("geometry.attention_output", x=summary["output"][0], y=summary["output"][1]))
-    nw_col.markdown(t("geometry.nw_output", x=summary["nw_output"][0], y=summary["nw_output"][1]))
-    weights = points.set_index("point")[["logit", "attention", "nw"]].T
-    weights.index = [t("geometry.weights.logit"), t("geometry.weights.attention"), t("geometry.weights.nw")]
-    weights.columns.name = None  # the value names v1, v2, ... head their own columns
-    w_col, d_col = st.columns([5, 1])
-    w_col.dataframe(weights, width="stretch")
-    d_col.metric(
-        t("geometry.metrics.max_diff"),
-        f"{max(summary['max_abs_diff_output'], summary['max_abs_diff_weights']):.1e}",
-        help=t("geometry.metrics.max_diff_help"),
-    )
-
-st.markdown(f"**{t('geometry.sections.regression_1d')}**")
-with st.container(border=True):
-    r1, r2, r3 = st.columns(3)
-    bandwidth = controls.slider(t("geometry.controls.bandwidth"), 0.05, 2.0, 0.3, 0.05, key="geo_bandwidth", where=r1)
-    n_samples = controls.slider(t("geometry.controls.n_samples"), 5, 200, 40, 5, key="geo_n_samples", where=r2)
-    noise = controls.slider(t("geometry.controls.noise"), 0.0, 1.0, 0.3, 0.05, key="geo_noise", where=r3)
-left, right = st.columns([3, 2])
-with left, friendly_errors(t("geometry.errors.regression")):
-    curves, rmse, spec = regression_view(
-        n_samples, noise, bandwidth, seed(), td("geometry.charts.regression"), td("geometry.series.regression")
-    )
-    chart(spec, curves, "kernel_regression")
-    e1, e2 = st.columns(2)
-    e1.metric(t("geometry.metrics.rmse_gaussian"), f"{rmse['gaussian']:.3f}", help=t("geometry.metrics.rmse_help"))
-    e2.metric(
-        t("geometry.metrics.rmse_exponential"), f"{rmse['exponential']:.3f}", help=t("geometry.metrics.rmse_help")
-    )
-with right:
-    formula(r"\mathcal{K}_{\exp}(x,x_i)=e^{\,x\,x_i/h^2}")
-    formula(
-        r"\begin{aligned}\mathcal{K}_{\mathrm{gauss}}(x,x_i)&=e^{-(x-x_i)^2/2h^2}\\"
-        r"&=e^{\,x\,x_i/h^2}\;e^{-x_i^2/2h^2}\;e^{-x^2/2h^2}\end{aligned}",
-        t("geometry.captions.gauss"),
-    )
-    notice(tl("geometry.notice.regression"))
-
-st.subheader(t("geometry.sections.parity"))
-with st.container(border=True):
-    p1, p2 = st.columns(2)
-    d = controls.select_slider(t("geometry.controls.parity_d"), PARITY_D, 16, key="geo_parity_d", where=p1)
-    hidden = controls.select_slider(t("geometry.controls.hidden"), HIDDEN, 32, key="geo_hidden", where=p2)
-params = None
-left, right = st.columns([3, 2])
-with left, friendly_errors(t("geometry.errors.parity")):
-    pairs, parity, params, spec = parity_view(
-        d, hidden, seed(), td("geometry.charts.parity"), td("geometry.series.parity")
-    )
-    chart(spec, pairs, "parity_scatter")
-    o1, o2 = st.columns(2)
-    o1.metric(t("geometry.metrics.odd"), f"{parity['additive']['odd']:.1e}", help="max |e(−q,−k) + e(q,k)|")
-    o2.metric(t("geometry.metrics.even"), f"{parity['dot product']['even']:.1e}", help="max |s(−q,−k) − s(q,k)|")
-with right:
-    formula(r"e(q,k)=w^\top\tanh(W_q q+W_k k)", t("geometry.captions.additive"))
-    formula(r"e(-q,-k)=-e(q,k)", t("geometry.captions.odd"))
-    formula(r"s(q,k)=\frac{q\cdot k}{\sqrt d}=s(-q,-k)", t("geometry.captions.even"))
-    if params is not None:
-        names, counts = td("geometry.params.names"), td("geometry.params.counts")
-        shown = pd.DataFrame(
-            {
-                t("geometry.params.columns.score"): params.score.map(names),
-                t("geometry.params.columns.parameters"): params.parameters,
-                t("geometry.params.columns.formula"): params.score.map(counts),
-            }
+    with nw_col:
+        formula(
+            r"\hat f(q)=\frac{\sum_i \mathcal{K}(q,k_i)\,v_i}{\sum_j \mathcal{K}(q,k_j)},\ \ "
+            r"\mathcal{K}(q,k)=e^{\,q\cdot k/(\sqrt{d}\,T)}",
+            "nadaraya_watson(q, K, V, kernel='exponential')",
         )
-        st.dataframe(shown, hide_index=True, width="stretch")
-    notice(tl("geometry.notice.parity"))
+    if summary is not None:  # the same q, K = V and T as the picture above
+        a_col.markdown(t("geometry.attention_output", x=summary["output"][0], y=summary["output"][1]))
+        nw_col.markdown(t("geometry.nw_output", x=summary["nw_output"][0], y=summary["nw_output"][1]))
+        weights = points.set_index("point")[["logit", "attention", "nw"]].T
+        weights.index = [t("geometry.weights.logit"), t("geometry.weights.attention"), t("geometry.weights.nw")]
+        weights.columns.name = None  # the value names v1, v2, ... head their own columns
+        w_col, d_col = st.columns([5, 1])
+        w_col.dataframe(weights, width="stretch")
+        d_col.metric(
+            t("geometry.metrics.max_diff"),
+            f"{max(summary['max_abs_diff_output'], summary['max_abs_diff_weights']):.1e}",
+            help=t("geometry.metrics.max_diff_help"),
+        )
 
-st.subheader(t("geometry.sections.cosine"))
-with st.container(border=True):
-    d_cos = controls.select_slider(t("geometry.controls.cos_d"), list(tables.COS_D_SWEEP), 64, key="geo_cos_d")
-left, right = st.columns(2)
-with friendly_errors(t("geometry.errors.cosine")):
-    bars, sweep, cos_stats, hist_spec, sweep_spec = cosine_view(
-        d_cos, seed(), td("geometry.charts.cosine", d=d_cos), td("geometry.charts.cosine_sweep")
-    )
-    chart(hist_spec, bars, "cosine_histogram", where=left)
-    chart(sweep_spec, sweep, "cosine_variance", where=right)
-    f_col, m1, m2 = st.columns([2, 1, 1])
-    f_col.latex(r"\mathrm{E}\cos\theta=0,\qquad \mathrm{Var}\cos\theta=\frac{1}{d}")
-    m1.metric(
-        t("geometry.metrics.cos_var"),
-        f"{cos_stats['var']:.5f}",
-        help=t("geometry.metrics.cos_var_help", se=cos_stats["var_stderr"], n=tables.COS_PAIRS),
-    )
-    m2.metric(t("geometry.metrics.cos_theory"), f"{cos_stats['theory']:.5f}")
-notice(tl("geometry.notice.cosine"))
+
+hull_and_weights()
+
+
+@section
+def regression_1d() -> None:
+    """Kernel regression in one dimension: its own bandwidth, samples and noise."""
+    st.markdown(f"**{t('geometry.sections.regression_1d')}**")
+    with st.container(border=True):
+        r1, r2, r3 = st.columns(3)
+        bandwidth = controls.slider(
+            t("geometry.controls.bandwidth"), 0.05, 2.0, 0.3, 0.05, key="geo_bandwidth", where=r1
+        )
+        n_samples = controls.slider(t("geometry.controls.n_samples"), 5, 200, 40, 5, key="geo_n_samples", where=r2)
+        noise = controls.slider(t("geometry.controls.noise"), 0.0, 1.0, 0.3, 0.05, key="geo_noise", where=r3)
+    left, right = st.columns([3, 2])
+    with left, friendly_errors(t("geometry.errors.regression")):
+        curves, rmse, spec = regression_view(
+            n_samples, noise, bandwidth, seed(), td("geometry.charts.regression"), td("geometry.series.regression")
+        )
+        chart(spec, curves, "kernel_regression")
+        e1, e2 = st.columns(2)
+        e1.metric(t("geometry.metrics.rmse_gaussian"), f"{rmse['gaussian']:.3f}", help=t("geometry.metrics.rmse_help"))
+        e2.metric(
+            t("geometry.metrics.rmse_exponential"), f"{rmse['exponential']:.3f}", help=t("geometry.metrics.rmse_help")
+        )
+    with right:
+        formula(r"\mathcal{K}_{\exp}(x,x_i)=e^{\,x\,x_i/h^2}")
+        formula(
+            r"\begin{aligned}\mathcal{K}_{\mathrm{gauss}}(x,x_i)&=e^{-(x-x_i)^2/2h^2}\\"
+            r"&=e^{\,x\,x_i/h^2}\;e^{-x_i^2/2h^2}\;e^{-x^2/2h^2}\end{aligned}",
+            t("geometry.captions.gauss"),
+        )
+        notice(tl("geometry.notice.regression"))
+
+
+regression_1d()
+
+
+@section
+def parity() -> None:
+    """Additive against dot-product scores under q, k -> -q, -k."""
+    st.subheader(t("geometry.sections.parity"))
+    with st.container(border=True):
+        p1, p2 = st.columns(2)
+        d = controls.select_slider(t("geometry.controls.parity_d"), PARITY_D, 16, key="geo_parity_d", where=p1)
+        hidden = controls.select_slider(t("geometry.controls.hidden"), HIDDEN, 32, key="geo_hidden", where=p2)
+    params = None
+    left, right = st.columns([3, 2])
+    with left, friendly_errors(t("geometry.errors.parity")):
+        pairs, parity, params, spec = parity_view(
+            d, hidden, seed(), td("geometry.charts.parity"), td("geometry.series.parity")
+        )
+        chart(spec, pairs, "parity_scatter")
+        o1, o2 = st.columns(2)
+        o1.metric(t("geometry.metrics.odd"), f"{parity['additive']['odd']:.1e}", help="max |e(−q,−k) + e(q,k)|")
+        o2.metric(t("geometry.metrics.even"), f"{parity['dot product']['even']:.1e}", help="max |s(−q,−k) − s(q,k)|")
+    with right:
+        formula(r"e(q,k)=w^\top\tanh(W_q q+W_k k)", t("geometry.captions.additive"))
+        formula(r"e(-q,-k)=-e(q,k)", t("geometry.captions.odd"))
+        formula(r"s(q,k)=\frac{q\cdot k}{\sqrt d}=s(-q,-k)", t("geometry.captions.even"))
+        if params is not None:
+            names, counts = td("geometry.params.names"), td("geometry.params.counts")
+            shown = pd.DataFrame(
+                {
+                    t("geometry.params.columns.score"): params.score.map(names),
+                    t("geometry.params.columns.parameters"): params.parameters,
+                    t("geometry.params.columns.formula"): params.score.map(counts),
+                }
+            )
+            st.dataframe(shown, hide_index=True, width="stretch")
+        notice(tl("geometry.notice.parity"))
+
+
+parity()
+
+
+@section
+def cosine() -> None:
+    """Cosines of random directions: their variance 1/d."""
+    st.subheader(t("geometry.sections.cosine"))
+    with st.container(border=True):
+        d_cos = controls.select_slider(t("geometry.controls.cos_d"), list(tables.COS_D_SWEEP), 64, key="geo_cos_d")
+    left, right = st.columns(2)
+    with friendly_errors(t("geometry.errors.cosine")):
+        bars, sweep, cos_stats, hist_spec, sweep_spec = cosine_view(
+            d_cos, seed(), td("geometry.charts.cosine", d=d_cos), td("geometry.charts.cosine_sweep")
+        )
+        chart(hist_spec, bars, "cosine_histogram", where=left)
+        chart(sweep_spec, sweep, "cosine_variance", where=right)
+        f_col, m1, m2 = st.columns([2, 1, 1])
+        f_col.latex(r"\mathrm{E}\cos\theta=0,\qquad \mathrm{Var}\cos\theta=\frac{1}{d}")
+        m1.metric(
+            t("geometry.metrics.cos_var"),
+            f"{cos_stats['var']:.5f}",
+            help=t("geometry.metrics.cos_var_help", se=cos_stats["var_stderr"], n=tables.COS_PAIRS),
+        )
+        m2.metric(t("geometry.metrics.cos_theory"), f"{cos_stats['theory']:.5f}")
+    notice(tl("geometry.notice.cosine"))
+
+
+cosine()

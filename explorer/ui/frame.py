@@ -436,6 +436,21 @@ def view_link(**override) -> str:
     return base + ("?" + urllib.parse.urlencode(params, safe=",") if params else "")
 
 
+def section(fn):
+    """A part of a page with its own controls, rerun alone when one of them changes (st.fragment): a student who
+    moves a slider of one section waits for that section, not for the page. While a link panel of the sidebar is
+    open the part runs with the page instead, so that the links there follow every change."""
+    part = st.fragment(fn)
+
+    @functools.wraps(fn)
+    def run(*args, **kwargs):
+        if st.session_state.get(SHARE_OPEN) or st.session_state.get(TEACHER_OPEN):
+            return fn(*args, **kwargs)
+        return part(*args, **kwargs)
+
+    return run
+
+
 def share_panel() -> None:
     """After the page has drawn its controls: the link to this view, and the teacher's lesson link."""
     if sidebar_hidden():
