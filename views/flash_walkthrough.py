@@ -5,7 +5,18 @@ import streamlit as st
 from explorer.charts import flash as charts
 from explorer.tables import flash as tables
 from explorer.ui import state as controls
-from explorer.ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed, spec_of, table
+from explorer.ui.frame import (
+    chart,
+    formula,
+    friendly_errors,
+    header,
+    notice,
+    predict_first,
+    section,
+    seed,
+    spec_of,
+    table,
+)
 from explorer.ui.i18n import t, td, tl
 
 BLOCKS = [2, 4, 8, 16, 32]
@@ -63,36 +74,14 @@ with st.container(border=True):
         where=c5,
         help=t("flash_walkthrough.controls.causal_help"),
     )
-    t_q, t_k = tables.n_tiles(n, block_q), tables.n_tiles(n, block_k)
-    s1, s2, s3 = st.columns([3, 4, 1.4], vertical_alignment="bottom")
-    query_block = _index_slider(
-        t("flash_walkthrough.controls.query_block"),
-        "flash_query_block",
-        t_q,
-        2,
-        t("flash_walkthrough.controls.query_block_help"),
-        s1,
-    )
-    step = _index_slider(
-        t("flash_walkthrough.controls.step"), "flash_step", t_k, 1, t("flash_walkthrough.controls.step_help"), s2
-    )
-    play = s3.button(  # an action, not a state: what it leaves behind is the step slider at the last tile
-        t("flash_walkthrough.controls.play"),
-        key="flash_play",
-        icon=":material/play_arrow:",
-        width="stretch",
-        on_click=_to_last_tile,
-        args=(t_k - 1,),
-        disabled=t_k == 1,
-        help=t("flash_walkthrough.controls.play_help"),
-    )
 
 
-def draw(step: int, w: tables.Walkthrough) -> None:
+def draw(step: int, w: tables.Walkthrough, query_block: int) -> None:
     """Everything that depends on the step: the grid, this tile, the row state, the partial output, the end.
 
     The charts' names carry the step: each is unique in a run even when Play draws every step.
     """
+    t_q, t_k = tables.n_tiles(n, block_q), tables.n_tiles(n, block_k)
     info = w.steps.iloc[step]
     keys = t("flash_walkthrough.keys", start=info.key_start, end=info.key_end - 1)
     g, tile, o = st.columns(3)
@@ -158,69 +147,110 @@ def draw(step: int, w: tables.Walkthrough) -> None:
             st.caption(t("flash_walkthrough.not_end_caption", last=len(w.steps) - 1))
 
 
-with friendly_errors(t("flash_walkthrough.sections.walk")):
-    w = walkthrough(n, d, block_q, block_k, causal, query_block, seed())
-    stage = st.empty()
-    for shown in range(t_k) if play else [step]:
-        with stage.container():
-            draw(shown, w)
-        if play and shown < t_k - 1:
-            time.sleep(PLAY_SECONDS / t_k)
-
-notice(tl("flash_walkthrough.notice"))
-
-st.subheader(t("flash_walkthrough.hbm_subheader"))
-with st.container(border=True):
-    h1, h2, h3, h4 = st.columns(4)
-    hd = controls.select_slider(t("flash_walkthrough.controls.d"), HBM_SIZES, 64, key="hbm_d", where=h1)
-    hq = controls.select_slider(t("flash_walkthrough.controls.block_q"), HBM_SIZES, 128, key="hbm_block_q", where=h2)
-    hk = controls.select_slider(t("flash_walkthrough.controls.block_k"), HBM_SIZES, 64, key="hbm_block_k", where=h3)
-    hn = controls.select_slider(t("flash_walkthrough.controls.n"), HBM_N, 4096, key="hbm_n", where=h4)
-
-left, right = st.columns([3, 2])
-with left, friendly_errors(t("flash_walkthrough.sections.traffic_chart")):
-    sweep = hbm_sweep(hd, hq, hk, causal, HBM_N)
-    text, names = td("flash_walkthrough.charts.hbm"), td("flash_walkthrough.algorithms")
-    chart(spec_of(charts.hbm_traffic, sweep, hn, text, names), sweep, "hbm_traffic")
-    state = t(f"flash_walkthrough.causal_{'on' if causal else 'off'}")
-    st.caption(t("flash_walkthrough.hbm_caption", causal=state))
-with right, friendly_errors(t("flash_walkthrough.sections.traffic_count")):
-    words = td("flash_walkthrough.formula_words")  # the words inside the two formulas
-    formula(
-        rf"\text{{{words['naive']} }} 3nd + 2n^2,\quad \text{{{words['writes']} }} 2n^2 + nd",
-        t("flash_walkthrough.naive_formula_caption"),
-    )
-    formula(
-        rf"\text{{{words['tiled']} }} nd + 2nd\,\lceil n/B_q\rceil,\quad \text{{{words['writes']} }} nd",
-        t("flash_walkthrough.tiled_formula_caption"),
-    )
-    traffic = tables.hbm_traffic(hn, hd, hq, hk, causal)
-    naive = traffic["naive_reads"] + traffic["naive_writes"]
-    tiled = traffic["tiled_reads"] + traffic["tiled_writes"]
-    m1, m2, m3 = st.columns(3)
-    for where, algo, total in ((m1, "naive", naive), (m2, "tiled", tiled)):
-        where.metric(
-            t(f"flash_walkthrough.metrics.{algo}"),
-            f"{total / 1e6:,.1f} M",
-            help=t(
-                "flash_walkthrough.metrics.traffic_help",
-                reads=traffic[f"{algo}_reads"],
-                writes=traffic[f"{algo}_writes"],
-            ),
+@section
+def walk_part(n: int, d: int, block_q: int, block_k: int, causal: bool) -> None:
+    """The walk through the tiles: its own query block, step and Play (the most moved controls of the page)."""
+    with st.container(border=True):
+        t_q, t_k = tables.n_tiles(n, block_q), tables.n_tiles(n, block_k)
+        s1, s2, s3 = st.columns([3, 4, 1.4], vertical_alignment="bottom")
+        query_block = _index_slider(
+            t("flash_walkthrough.controls.query_block"),
+            "flash_query_block",
+            t_q,
+            2,
+            t("flash_walkthrough.controls.query_block_help"),
+            s1,
         )
-    m3.metric(
-        t("flash_walkthrough.metrics.ratio"), f"{naive / tiled:.1f}×", help=t("flash_walkthrough.metrics.ratio_help")
-    )
-    kb = 2 * tables.sram_working_set(hd, hq, hk) / 1024
-    st.caption(t("flash_walkthrough.sram_caption", kb=kb))
-    small = tables.hbm_traffic(n, d, block_q, block_k, causal)
-    st.caption(
-        t(
-            "flash_walkthrough.walk_caption",
-            n=n,
-            d=d,
-            block_q=block_q,
-            naive=small["naive_reads"] + small["naive_writes"],
-            tiled=small["tiled_reads"] + small["tiled_writes"],
+        step = _index_slider(
+            t("flash_walkthrough.controls.step"), "flash_step", t_k, 1, t("flash_walkthrough.controls.step_help"), s2
         )
-    )
+        play = s3.button(  # an action, not a state: what it leaves behind is the step slider at the last tile
+            t("flash_walkthrough.controls.play"),
+            key="flash_play",
+            icon=":material/play_arrow:",
+            width="stretch",
+            on_click=_to_last_tile,
+            args=(t_k - 1,),
+            disabled=t_k == 1,
+            help=t("flash_walkthrough.controls.play_help"),
+        )
+    with friendly_errors(t("flash_walkthrough.sections.walk")):
+        w = walkthrough(n, d, block_q, block_k, causal, query_block, seed())
+        stage = st.empty()
+        for shown in range(t_k) if play else [step]:
+            with stage.container():
+                draw(shown, w, query_block)
+            if play and shown < t_k - 1:
+                time.sleep(PLAY_SECONDS / t_k)
+
+    notice(tl("flash_walkthrough.notice"))
+
+
+walk_part(n, d, block_q, block_k, causal)
+
+
+@section
+def hbm_part(n: int, d: int, block_q: int, block_k: int, causal: bool) -> None:
+    """Memory traffic of naive and tiled attention: its own sizes."""
+    st.subheader(t("flash_walkthrough.hbm_subheader"))
+    with st.container(border=True):
+        h1, h2, h3, h4 = st.columns(4)
+        hd = controls.select_slider(t("flash_walkthrough.controls.d"), HBM_SIZES, 64, key="hbm_d", where=h1)
+        hq = controls.select_slider(
+            t("flash_walkthrough.controls.block_q"), HBM_SIZES, 128, key="hbm_block_q", where=h2
+        )
+        hk = controls.select_slider(t("flash_walkthrough.controls.block_k"), HBM_SIZES, 64, key="hbm_block_k", where=h3)
+        hn = controls.select_slider(t("flash_walkthrough.controls.n"), HBM_N, 4096, key="hbm_n", where=h4)
+
+    left, right = st.columns([3, 2])
+    with left, friendly_errors(t("flash_walkthrough.sections.traffic_chart")):
+        sweep = hbm_sweep(hd, hq, hk, causal, HBM_N)
+        text, names = td("flash_walkthrough.charts.hbm"), td("flash_walkthrough.algorithms")
+        chart(spec_of(charts.hbm_traffic, sweep, hn, text, names), sweep, "hbm_traffic")
+        state = t(f"flash_walkthrough.causal_{'on' if causal else 'off'}")
+        st.caption(t("flash_walkthrough.hbm_caption", causal=state))
+    with right, friendly_errors(t("flash_walkthrough.sections.traffic_count")):
+        words = td("flash_walkthrough.formula_words")  # the words inside the two formulas
+        formula(
+            rf"\text{{{words['naive']} }} 3nd + 2n^2,\quad \text{{{words['writes']} }} 2n^2 + nd",
+            t("flash_walkthrough.naive_formula_caption"),
+        )
+        formula(
+            rf"\text{{{words['tiled']} }} nd + 2nd\,\lceil n/B_q\rceil,\quad \text{{{words['writes']} }} nd",
+            t("flash_walkthrough.tiled_formula_caption"),
+        )
+        traffic = tables.hbm_traffic(hn, hd, hq, hk, causal)
+        naive = traffic["naive_reads"] + traffic["naive_writes"]
+        tiled = traffic["tiled_reads"] + traffic["tiled_writes"]
+        m1, m2, m3 = st.columns(3)
+        for where, algo, total in ((m1, "naive", naive), (m2, "tiled", tiled)):
+            where.metric(
+                t(f"flash_walkthrough.metrics.{algo}"),
+                f"{total / 1e6:,.1f} M",
+                help=t(
+                    "flash_walkthrough.metrics.traffic_help",
+                    reads=traffic[f"{algo}_reads"],
+                    writes=traffic[f"{algo}_writes"],
+                ),
+            )
+        m3.metric(
+            t("flash_walkthrough.metrics.ratio"),
+            f"{naive / tiled:.1f}×",
+            help=t("flash_walkthrough.metrics.ratio_help"),
+        )
+        kb = 2 * tables.sram_working_set(hd, hq, hk) / 1024
+        st.caption(t("flash_walkthrough.sram_caption", kb=kb))
+        small = tables.hbm_traffic(n, d, block_q, block_k, causal)
+        st.caption(
+            t(
+                "flash_walkthrough.walk_caption",
+                n=n,
+                d=d,
+                block_q=block_q,
+                naive=small["naive_reads"] + small["naive_writes"],
+                tiled=small["tiled_reads"] + small["tiled_writes"],
+            )
+        )
+
+
+hbm_part(n, d, block_q, block_k, causal)

@@ -15,6 +15,7 @@ from explorer.ui.frame import (
     memo,
     notice,
     predict_first,
+    section,
     seed,
     spec_of,
     table,
@@ -220,7 +221,7 @@ with friendly_errors(t("masks.errors.scores")):
     st.caption(t("masks.scores_caption", d_k=tables.D_K, sequence=spec[-1]))
 
 
-@st.fragment
+@section
 def fill_and_gradient(spec: tuple) -> None:
     """The fill value and gradient sections: their own two controls rerun only this part of the page."""
     st.subheader(t("masks.sections.fill"))
@@ -310,63 +311,83 @@ def fill_and_gradient(spec: tuple) -> None:
 fill_and_gradient(spec)
 
 
-st.subheader(t("masks.sections.renormalise"))
-left, right = st.columns([3, 2])
-with right:
-    formula(
-        r"w^{\text{masked}}_j=\frac{e^{s_j}}{\sum_{l\ \text{real}}e^{s_l}}"
-        r"=\frac{w_j}{\sum_{l\ \text{real}}w_l},\qquad w=\mathrm{softmax}(s)",
-        t("masks.renormalise.formula_caption"),
-    )
-    notes_claim("renormalise")
-    notes_claim("softmax_padding")
-with left, friendly_errors(t("masks.errors.renormalise")):
-    real = controls.slider(
-        t("masks.controls.real"), 1, len(tables.NOTES_LOGITS), 3, 1, key="mask_real", help=t("masks.controls.real_help")
-    )
-    rows, renorm = padding_renormalisation(real)
-    chart(spec_of(charts.renormalisation_bars, rows, td("masks.charts.renormalise")), rows, "renormalisation")
-    m1, m2, m3 = st.columns(3)
-    m1.metric(t("masks.renormalise.kept"), f"{renorm['kept']:.4f}", help=t("masks.renormalise.kept_help"))
-    m2.metric(t("masks.renormalise.factor"), f"× {renorm['factor']:.4f}")
-    m3.metric(t("masks.renormalise.gap"), f"{renorm['gap']:.1e}", help=t("masks.renormalise.gap_help"))
-    columns = td("masks.renormalise.columns")
-    st.dataframe(
-        rows.assign(real=rows.real.map({True: columns["yes"], False: columns["no"]})),
-        hide_index=True,
-        column_config={
-            name: st.column_config.NumberColumn(columns[name], format="%.4f")
-            for name in ("logit", "before", "after", "rescaled", "by_sum")
-        }
-        | {"token": columns["token"], "real": columns["real"]},
-    )
+@section
+def renormalise_part() -> None:
+    """Padding renormalises the kept weights: its own number of real tokens."""
+    st.subheader(t("masks.sections.renormalise"))
+    left, right = st.columns([3, 2])
+    with right:
+        formula(
+            r"w^{\text{masked}}_j=\frac{e^{s_j}}{\sum_{l\ \text{real}}e^{s_l}}"
+            r"=\frac{w_j}{\sum_{l\ \text{real}}w_l},\qquad w=\mathrm{softmax}(s)",
+            t("masks.renormalise.formula_caption"),
+        )
+        notes_claim("renormalise")
+        notes_claim("softmax_padding")
+    with left, friendly_errors(t("masks.errors.renormalise")):
+        real = controls.slider(
+            t("masks.controls.real"),
+            1,
+            len(tables.NOTES_LOGITS),
+            3,
+            1,
+            key="mask_real",
+            help=t("masks.controls.real_help"),
+        )
+        rows, renorm = padding_renormalisation(real)
+        chart(spec_of(charts.renormalisation_bars, rows, td("masks.charts.renormalise")), rows, "renormalisation")
+        m1, m2, m3 = st.columns(3)
+        m1.metric(t("masks.renormalise.kept"), f"{renorm['kept']:.4f}", help=t("masks.renormalise.kept_help"))
+        m2.metric(t("masks.renormalise.factor"), f"× {renorm['factor']:.4f}")
+        m3.metric(t("masks.renormalise.gap"), f"{renorm['gap']:.1e}", help=t("masks.renormalise.gap_help"))
+        columns = td("masks.renormalise.columns")
+        st.dataframe(
+            rows.assign(real=rows.real.map({True: columns["yes"], False: columns["no"]})),
+            hide_index=True,
+            column_config={
+                name: st.column_config.NumberColumn(columns[name], format="%.4f")
+                for name in ("logit", "before", "after", "rescaled", "by_sum")
+            }
+            | {"token": columns["token"], "real": columns["real"]},
+        )
 
 
-st.subheader(t("masks.sections.notes_masks"))
-left, right = st.columns([3, 2])
-with right:
-    formula(
-        r"\begin{aligned}&\text{notes:}\ M\leftarrow\mathrm{tril}(1);\ M[i{:}i{+}L,\ i{:}i{+}L]\leftarrow 1\\"
-        r"&\text{attn\_core:}\ M_{ij}=[\,j\le i\,]\wedge\exists\ell:\ \ell_l\mid(i-j)<\ell_{l+1}\end{aligned}",
-        t("masks.notes_masks.formula_caption"),
-    )
-    notes_claim("hierarchical")
-    notes_claim("sliding_window")
-with left, friendly_errors(t("masks.errors.notes_masks")):
-    c1, c2 = st.columns(2)
-    notes_n = controls.slider(t("masks.controls.notes_n"), 2, tables.MAX_NOTES_N, 16, 1, key="mask_notes_n", where=c1)
-    notes_window = controls.slider(t("masks.controls.notes_window"), 1, 8, 3, 1, key="mask_notes_window", where=c2)
-    cells, counts = notes_masks(notes_n, min(notes_window, notes_n))
-    names = td("masks.notes_masks.parts")
-    text = cells_text | td("masks.charts.parts") | td("masks.charts.notes_masks")
-    figure = spec_of(charts.mask_parts, cells, list(tables.NOTES_MASKS), text, names)
-    chart(figure, cells, "notes_masks", width="content")
-    columns = td("masks.notes_masks.columns")
-    st.dataframe(
-        counts.assign(
-            part=counts.part.map(names), causal=counts.causal.map({True: columns["yes"], False: columns["no"]})
-        ),
-        hide_index=True,
-        column_config={name: columns[name] for name in ("part", "future", "widest", "causal")},
-    )
-    st.caption(t("masks.notes_masks.caption", levels=", ".join(map(str, tables.NOTES_LEVELS))))
+renormalise_part()
+
+
+@section
+def notes_masks_part() -> None:
+    """The notes own hierarchical and sliding-window masks against ours: their own n and window."""
+    st.subheader(t("masks.sections.notes_masks"))
+    left, right = st.columns([3, 2])
+    with right:
+        formula(
+            r"\begin{aligned}&\text{notes:}\ M\leftarrow\mathrm{tril}(1);\ M[i{:}i{+}L,\ i{:}i{+}L]\leftarrow 1\\"
+            r"&\text{attn\_core:}\ M_{ij}=[\,j\le i\,]\wedge\exists\ell:\ \ell_l\mid(i-j)<\ell_{l+1}\end{aligned}",
+            t("masks.notes_masks.formula_caption"),
+        )
+        notes_claim("hierarchical")
+        notes_claim("sliding_window")
+    with left, friendly_errors(t("masks.errors.notes_masks")):
+        c1, c2 = st.columns(2)
+        notes_n = controls.slider(
+            t("masks.controls.notes_n"), 2, tables.MAX_NOTES_N, 16, 1, key="mask_notes_n", where=c1
+        )
+        notes_window = controls.slider(t("masks.controls.notes_window"), 1, 8, 3, 1, key="mask_notes_window", where=c2)
+        cells, counts = notes_masks(notes_n, min(notes_window, notes_n))
+        names = td("masks.notes_masks.parts")
+        text = cells_text | td("masks.charts.parts") | td("masks.charts.notes_masks")
+        figure = spec_of(charts.mask_parts, cells, list(tables.NOTES_MASKS), text, names)
+        chart(figure, cells, "notes_masks", width="content")
+        columns = td("masks.notes_masks.columns")
+        st.dataframe(
+            counts.assign(
+                part=counts.part.map(names), causal=counts.causal.map({True: columns["yes"], False: columns["no"]})
+            ),
+            hide_index=True,
+            column_config={name: columns[name] for name in ("part", "future", "widest", "causal")},
+        )
+        st.caption(t("masks.notes_masks.caption", levels=", ".join(map(str, tables.NOTES_LEVELS))))
+
+
+notes_masks_part()

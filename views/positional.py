@@ -5,7 +5,18 @@ import streamlit as st
 from explorer.charts import positional as charts
 from explorer.tables import positional as tables
 from explorer.ui import state as controls
-from explorer.ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed, spec_of, table
+from explorer.ui.frame import (
+    chart,
+    formula,
+    friendly_errors,
+    header,
+    notice,
+    predict_first,
+    section,
+    seed,
+    spec_of,
+    table,
+)
 from explorer.ui.i18n import t, td, tl
 
 AMPLITUDES = (0.0, 0.01, 0.02, 0.05) + tuple(round(0.1 * i, 1) for i in range(1, 21))  # the slider's 0.1 steps
@@ -57,108 +68,136 @@ with friendly_errors(t("positional.errors.dots")):
         st.metric(t("positional.metrics.spread"), f"{spread:.1e}", help=t("positional.metrics.spread_help"))
         st.caption(t("positional.gram_caption", n=n, pairs=n * n, offsets=len(by_offset)))
 
-st.subheader(t("positional.sections.shift"))
-with st.container(border=True):
-    s1, s2, s3 = st.columns(3)
-    pos = controls.slider(t("positional.controls.pos"), 0, 200, 10, 1, key="pe_pos", where=s1)
-    k = controls.slider(t("positional.controls.k"), -32, 32, 5, 1, key="pe_k", where=s2)
-    last = d_model // 2 - 1  # the frequencies of this d_model: a smaller d_model pulls the chosen one back inside
-    freq = controls.slider(t("positional.controls.freq"), 0, last, min(2, last), 1, key="pe_freq", where=s3)
-r1, r2, r3 = st.columns([3, 2, 2])
-with friendly_errors(t("positional.errors.shift")):
-    check = shift(pos, k, d_model, base, n, freq)
-    m_k = check["m_k"]
-    chart(
-        spec_of(charts.shift_matrix_heatmap, m_k, td("positional.charts.shift", k=k), properties={"height": 340}),
-        m_k,
-        "m_k",
-        where=r1,
-    )
-    r1.caption(t("positional.nonzero_caption", nonzero=len(m_k), d=d_model))
-    points = circle(n, d_model, base, freq, pos, k)
-    figure = spec_of(charts.rotation_circle, points, freq, td("positional.charts.circle", freq=freq))
-    chart(figure, points, "rotation_circle", where=r2, width="content")
-    with r3:
-        formula(r"PE(pos+k) = M_k\, PE(pos)", t("positional.shift_caption"))
-        (a, b), (c, e) = check["block"]
-        formula(
-            rf"M_k^{{({freq})}} = \begin{{pmatrix}}\cos k\omega_{{{freq}}} & \sin k\omega_{{{freq}}}\\ "
-            rf"-\sin k\omega_{{{freq}}} & \cos k\omega_{{{freq}}}\end{{pmatrix}}"
-        )
-        formula(
-            rf"= \begin{{pmatrix}}{a:.4f} & {b:.4f}\\ {c:.4f} & {e:.4f}\end{{pmatrix}}",
-            t("positional.block_caption", row=2 * freq, col=2 * freq + 1, angle=check["angle"]),
-        )
-        m1, m2 = st.columns(2)
-        m1.metric(t("positional.metrics.at_pos"), f"{check['error_at_pos']:.1e}", help="max |PE(pos+k) − M_k PE(pos)|")
-        m2.metric(t("positional.metrics.all"), f"{check['error_all']:.1e}", help=t("positional.metrics.all_help"))
 
-st.subheader(t("positional.sections.aliasing"))
-with st.container(border=True):
-    periods = tuple(
-        controls.multiselect(
-            t("positional.controls.periods"),
-            PERIODS,
-            [4, 6],
-            key="pe_periods",
-            max_selections=MAX_PERIODS,
-            help=t("positional.controls.periods_help"),
+@section
+def shift_part(n, d_model, base) -> None:
+    """PE(pos+k) = M_k PE(pos): its own position, offset and frequency."""
+    st.subheader(t("positional.sections.shift"))
+    with st.container(border=True):
+        s1, s2, s3 = st.columns(3)
+        pos = controls.slider(t("positional.controls.pos"), 0, 200, 10, 1, key="pe_pos", where=s1)
+        k = controls.slider(t("positional.controls.k"), -32, 32, 5, 1, key="pe_k", where=s2)
+        last = d_model // 2 - 1  # the frequencies of this d_model: a smaller d_model pulls the chosen one back inside
+        freq = controls.slider(t("positional.controls.freq"), 0, last, min(2, last), 1, key="pe_freq", where=s3)
+    r1, r2, r3 = st.columns([3, 2, 2])
+    with friendly_errors(t("positional.errors.shift")):
+        check = shift(pos, k, d_model, base, n, freq)
+        m_k = check["m_k"]
+        chart(
+            spec_of(charts.shift_matrix_heatmap, m_k, td("positional.charts.shift", k=k), properties={"height": 340}),
+            m_k,
+            "m_k",
+            where=r1,
         )
-    )
-a1, a2 = st.columns([3, 2])
-if not periods:
-    a1.warning(t("positional.no_period"), icon=":material/edit_note:")
-else:
-    with friendly_errors(t("positional.errors.aliasing")):
-        lcm = tables.collision_period(periods)
-        found = collision(periods)
-        window = min(ALIAS_WINDOW, max(2 * lcm + 1, 3 * periods[0] + 1, 25))
-        distances = aliasing(periods, window)
-        names = {"one period": t("positional.series.one", first=periods[0]), "all periods": t("positional.series.all")}
-        figure = spec_of(
-            charts.aliasing, distances, found, td("positional.charts.aliasing"), names, properties={"height": 320}
-        )
-        chart(figure, distances, "aliasing", where=a1)
-        with a2:
-            formula(  # one step a line: on one line it overflows the column and is cut off after the first ⇔
-                r"\begin{aligned}&\text{code}(p) = \text{code}(0)\\ \iff\ & T_1 \mid p,\ \dots,\ T_m \mid p\\"
-                r"\iff\ & \operatorname{lcm}(T_1,\dots,T_m) \mid p\end{aligned}"
+        r1.caption(t("positional.nonzero_caption", nonzero=len(m_k), d=d_model))
+        points = circle(n, d_model, base, freq, pos, k)
+        figure = spec_of(charts.rotation_circle, points, freq, td("positional.charts.circle", freq=freq))
+        chart(figure, points, "rotation_circle", where=r2, width="content")
+        with r3:
+            formula(r"PE(pos+k) = M_k\, PE(pos)", t("positional.shift_caption"))
+            (a, b), (c, e) = check["block"]
+            formula(
+                rf"M_k^{{({freq})}} = \begin{{pmatrix}}\cos k\omega_{{{freq}}} & \sin k\omega_{{{freq}}}\\ "
+                rf"-\sin k\omega_{{{freq}}} & \cos k\omega_{{{freq}}}\end{{pmatrix}}"
             )
-            x1, x2, x3 = st.columns(3)
-            shown = t("positional.none") if found is None else f"{found:,}"
-            x1.metric(t("positional.metrics.collision"), shown, help=t("positional.metrics.collision_help"))
-            x2.metric(t("positional.metrics.lcm"), f"{lcm:,}")
-            x3.metric(t("positional.metrics.product"), f"{math.prod(periods):,}")
-            coprime = tables.pairwise_coprime(periods)
-            st.caption(t("positional.coprime_yes" if coprime else "positional.coprime_no", first=periods[0]))
-            st.caption(t("positional.dashed_caption"))
-            if lcm > window:
-                st.caption(t("positional.further_caption", last=window - 1))
+            formula(
+                rf"= \begin{{pmatrix}}{a:.4f} & {b:.4f}\\ {c:.4f} & {e:.4f}\end{{pmatrix}}",
+                t("positional.block_caption", row=2 * freq, col=2 * freq + 1, angle=check["angle"]),
+            )
+            m1, m2 = st.columns(2)
+            m1.metric(
+                t("positional.metrics.at_pos"), f"{check['error_at_pos']:.1e}", help="max |PE(pos+k) − M_k PE(pos)|"
+            )
+            m2.metric(t("positional.metrics.all"), f"{check['error_all']:.1e}", help=t("positional.metrics.all_help"))
 
-st.subheader(t("positional.sections.symmetry"))
-with st.container(border=True):
-    e1, e2 = st.columns(2)
-    kinds = td("positional.kinds")
-    kind = controls.selectbox(
-        t("positional.controls.kind"), list(kinds), "random", key="pe_kind", where=e1, format_func=kinds.get
-    )
-    amplitude = controls.slider(t("positional.controls.amplitude"), 0.0, 2.0, 1.0, 0.1, key="pe_amplitude", where=e2)
-    a = round(amplitude, 1)  # a value typed into the link between two steps: the nearest computed amplitude
-q1, q2 = st.columns([3, 2])
-with friendly_errors(t("positional.errors.symmetry")):
-    sweep = symmetry(n, d_model, base, kind, AMPLITUDES, seed())
-    chart(
-        spec_of(charts.equivariance, sweep, a, td("positional.charts.equivariance"), properties={"height": 320}),
-        sweep,
-        "equivariance",
-        where=q1,
-    )
-    with q2:
-        formula(r"f(X) = \mathrm{Attention}(Z, Z, Z)")
-        formula(r"Z = X + a\,PE", t("positional.tokens_caption"))
-        formula(r"f(PX) \overset{?}{=} P\, f(X)", t("positional.order_caption"))
-        at_a = sweep.set_index("amplitude").error
-        y1, y2 = st.columns(2)
-        y1.metric(t("positional.metrics.without"), f"{at_a[0.0]:.1e}", help=t("positional.metrics.without_help"))
-        y2.metric(t("positional.metrics.with", a=a), f"{at_a[a]:.1e}")
-        st.caption(t("positional.sweep_caption", n=n, d=d_model))
+
+shift_part(n, d_model, base)
+
+
+@section
+def aliasing_part() -> None:
+    """When two codes of periods T_1..T_m collide: its own periods."""
+    st.subheader(t("positional.sections.aliasing"))
+    with st.container(border=True):
+        periods = tuple(
+            controls.multiselect(
+                t("positional.controls.periods"),
+                PERIODS,
+                [4, 6],
+                key="pe_periods",
+                max_selections=MAX_PERIODS,
+                help=t("positional.controls.periods_help"),
+            )
+        )
+    a1, a2 = st.columns([3, 2])
+    if not periods:
+        a1.warning(t("positional.no_period"), icon=":material/edit_note:")
+    else:
+        with friendly_errors(t("positional.errors.aliasing")):
+            lcm = tables.collision_period(periods)
+            found = collision(periods)
+            window = min(ALIAS_WINDOW, max(2 * lcm + 1, 3 * periods[0] + 1, 25))
+            distances = aliasing(periods, window)
+            names = {
+                "one period": t("positional.series.one", first=periods[0]),
+                "all periods": t("positional.series.all"),
+            }
+            figure = spec_of(
+                charts.aliasing, distances, found, td("positional.charts.aliasing"), names, properties={"height": 320}
+            )
+            chart(figure, distances, "aliasing", where=a1)
+            with a2:
+                formula(  # one step a line: on one line it overflows the column and is cut off after the first ⇔
+                    r"\begin{aligned}&\text{code}(p) = \text{code}(0)\\ \iff\ & T_1 \mid p,\ \dots,\ T_m \mid p\\"
+                    r"\iff\ & \operatorname{lcm}(T_1,\dots,T_m) \mid p\end{aligned}"
+                )
+                x1, x2, x3 = st.columns(3)
+                shown = t("positional.none") if found is None else f"{found:,}"
+                x1.metric(t("positional.metrics.collision"), shown, help=t("positional.metrics.collision_help"))
+                x2.metric(t("positional.metrics.lcm"), f"{lcm:,}")
+                x3.metric(t("positional.metrics.product"), f"{math.prod(periods):,}")
+                coprime = tables.pairwise_coprime(periods)
+                st.caption(t("positional.coprime_yes" if coprime else "positional.coprime_no", first=periods[0]))
+                st.caption(t("positional.dashed_caption"))
+                if lcm > window:
+                    st.caption(t("positional.further_caption", last=window - 1))
+
+
+aliasing_part()
+
+
+@section
+def symmetry_part(n, d_model, base) -> None:
+    """Positions break permutation equivariance: its own kind of order and amplitude."""
+    st.subheader(t("positional.sections.symmetry"))
+    with st.container(border=True):
+        e1, e2 = st.columns(2)
+        kinds = td("positional.kinds")
+        kind = controls.selectbox(
+            t("positional.controls.kind"), list(kinds), "random", key="pe_kind", where=e1, format_func=kinds.get
+        )
+        amplitude = controls.slider(
+            t("positional.controls.amplitude"), 0.0, 2.0, 1.0, 0.1, key="pe_amplitude", where=e2
+        )
+        a = round(amplitude, 1)  # a value typed into the link between two steps: the nearest computed amplitude
+    q1, q2 = st.columns([3, 2])
+    with friendly_errors(t("positional.errors.symmetry")):
+        sweep = symmetry(n, d_model, base, kind, AMPLITUDES, seed())
+        chart(
+            spec_of(charts.equivariance, sweep, a, td("positional.charts.equivariance"), properties={"height": 320}),
+            sweep,
+            "equivariance",
+            where=q1,
+        )
+        with q2:
+            formula(r"f(X) = \mathrm{Attention}(Z, Z, Z)")
+            formula(r"Z = X + a\,PE", t("positional.tokens_caption"))
+            formula(r"f(PX) \overset{?}{=} P\, f(X)", t("positional.order_caption"))
+            at_a = sweep.set_index("amplitude").error
+            y1, y2 = st.columns(2)
+            y1.metric(t("positional.metrics.without"), f"{at_a[0.0]:.1e}", help=t("positional.metrics.without_help"))
+            y2.metric(t("positional.metrics.with", a=a), f"{at_a[a]:.1e}")
+            st.caption(t("positional.sweep_caption", n=n, d=d_model))
+
+
+symmetry_part(n, d_model, base)

@@ -5,7 +5,19 @@ import streamlit as st
 from explorer.charts import saturation as charts
 from explorer.tables import saturation as tables
 from explorer.ui import state as controls
-from explorer.ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed, shared, table, wire
+from explorer.ui.frame import (
+    chart,
+    formula,
+    friendly_errors,
+    header,
+    notice,
+    predict_first,
+    section,
+    seed,
+    shared,
+    table,
+    wire,
+)
 from explorer.ui.i18n import t, td, tl
 
 N_KEYS = [2, 4, 8, 16, 32, 64]
@@ -132,57 +144,65 @@ with c1, friendly_errors(t("saturation.errors.entropy")):
 with c2, friendly_errors(t("saturation.errors.max_weight")):
     chart(max_weight_spec, swept[["d_k", "series", "max_weight"]], "max_weight_vs_d_k")
 
-st.subheader(t("saturation.sections.temperature"))
-with controls.box("sat_temperature", "sat_scale"):
-    c1, c2 = st.columns(2)
-    temperature = controls.select_slider(
-        t("saturation.controls.temperature"),
-        tables.TEMPERATURES,
-        1.0,
-        key="sat_temperature",
-        where=c1,
-        format_func=lambda x: f"{x:g}",
-    )
-    scale = controls.radio(
-        t("saturation.controls.scale"),
-        SCALES,
-        SCALES[0],
-        key="sat_scale",
-        where=c2,
-        format_func=scale_labels.get,
-        horizontal=True,
-    )
-with friendly_errors(t("saturation.errors.temperature")):
-    row, measures = temperature_row(d_k, n_keys, temperature, seed())
-    chosen = measures.set_index("series").loc[scale]
-    m1, m2, m3, m4 = st.columns(4)
-    m1.metric(
-        t("saturation.metrics.entropy"),
-        f"{chosen.entropy:.4f}",
-        help=t("saturation.metrics.entropy_help", t=temperature),
-    )
-    m2.metric(t("saturation.metrics.ceiling"), f"{math.log(n_keys):.4f}", help=t("saturation.metrics.ceiling_help"))
-    m3.metric(t("saturation.metrics.largest"), f"{chosen.max_weight:.4f}")
-    m4.metric(
-        t("saturation.metrics.jacobian"), f"{chosen.jacobian_norm:.2e}", help=t("saturation.metrics.jacobian_help")
-    )
-    c1, c2 = st.columns(2)
-    with c1:
-        bars_text = td("saturation.charts.bars", t=temperature, value=1 / n_keys)
-        figure = bars_chart(d_k, n_keys, temperature, scale, seed(), bars_text)
-        chart(figure, row[row.series == scale].assign(temperature=temperature), "weights_at_t")
-        st.caption(t("saturation.bars_caption", n=n_keys, d_k=d_k, scale=scale_labels[scale]))
-        formula(r"p_i(T)=\frac{e^{z_i/T}}{\sum_j e^{z_j/T}}")
-        formula(r"H(p)=-\sum_i p_i\log p_i\ \le\ \log n")
-    with c2:
-        spec = entropy_chart(d_k, n_keys, seed(), td("saturation.charts.temperature"), names)
-        spec = charts.set_param(spec, charts.T_PARAM, temperature)
-        chart(spec, temperature_curve(d_k, n_keys, seed()), "entropy_vs_t")
-        st.caption(t("saturation.curve_caption", t=temperature))
-        formula(
-            r"\begin{aligned}T\to 0&:\ p\to\text{one-hot (argmax)},\ H\to 0\\"
-            r"T\to\infty&:\ p_i\to\tfrac1n,\ H\to\log n\end{aligned}"
+
+@section
+def temperature_part(d_k, n_keys) -> None:
+    """Temperature: its own T and scale, for the d_k and n chosen above."""
+    st.subheader(t("saturation.sections.temperature"))
+    with controls.box("sat_temperature", "sat_scale"):
+        c1, c2 = st.columns(2)
+        temperature = controls.select_slider(
+            t("saturation.controls.temperature"),
+            tables.TEMPERATURES,
+            1.0,
+            key="sat_temperature",
+            where=c1,
+            format_func=lambda x: f"{x:g}",
         )
+        scale = controls.radio(
+            t("saturation.controls.scale"),
+            SCALES,
+            SCALES[0],
+            key="sat_scale",
+            where=c2,
+            format_func=scale_labels.get,
+            horizontal=True,
+        )
+    with friendly_errors(t("saturation.errors.temperature")):
+        row, measures = temperature_row(d_k, n_keys, temperature, seed())
+        chosen = measures.set_index("series").loc[scale]
+        m1, m2, m3, m4 = st.columns(4)
+        m1.metric(
+            t("saturation.metrics.entropy"),
+            f"{chosen.entropy:.4f}",
+            help=t("saturation.metrics.entropy_help", t=temperature),
+        )
+        m2.metric(t("saturation.metrics.ceiling"), f"{math.log(n_keys):.4f}", help=t("saturation.metrics.ceiling_help"))
+        m3.metric(t("saturation.metrics.largest"), f"{chosen.max_weight:.4f}")
+        m4.metric(
+            t("saturation.metrics.jacobian"), f"{chosen.jacobian_norm:.2e}", help=t("saturation.metrics.jacobian_help")
+        )
+        c1, c2 = st.columns(2)
+        with c1:
+            bars_text = td("saturation.charts.bars", t=temperature, value=1 / n_keys)
+            figure = bars_chart(d_k, n_keys, temperature, scale, seed(), bars_text)
+            chart(figure, row[row.series == scale].assign(temperature=temperature), "weights_at_t")
+            st.caption(t("saturation.bars_caption", n=n_keys, d_k=d_k, scale=scale_labels[scale]))
+            formula(r"p_i(T)=\frac{e^{z_i/T}}{\sum_j e^{z_j/T}}")
+            formula(r"H(p)=-\sum_i p_i\log p_i\ \le\ \log n")
+        with c2:
+            spec = entropy_chart(d_k, n_keys, seed(), td("saturation.charts.temperature"), names)
+            spec = charts.set_param(spec, charts.T_PARAM, temperature)
+            chart(spec, temperature_curve(d_k, n_keys, seed()), "entropy_vs_t")
+            st.caption(t("saturation.curve_caption", t=temperature))
+            formula(
+                r"\begin{aligned}T\to 0&:\ p\to\text{one-hot (argmax)},\ H\to 0\\"
+                r"T\to\infty&:\ p_i\to\tfrac1n,\ H\to\log n\end{aligned}"
+            )
+
+
+temperature_part(d_k, n_keys)
+
 
 st.subheader(t("saturation.sections.examples"))
 left, right = st.columns([3, 2])
@@ -223,13 +243,20 @@ with friendly_errors(t("saturation.errors.notes")):
     )
     st.caption(t("saturation.notes.caption"))
 
-own_text = controls.text_input(
-    t("saturation.controls.logits", n=tables.MAX_LOGITS),
-    "4, 1, 0, -1",
-    max_chars=MAX_LOGITS_TEXT,
-    key="sat_logits",
-)
-with friendly_errors(t("saturation.errors.own")):
-    own = tables.parse_logits(own_text)
-    c1, c2 = st.columns([2, 3])
-    show_example(own, c1, c2)
+
+@section
+def own_example_part() -> None:
+    """A row of logits the student types."""
+    own_text = controls.text_input(
+        t("saturation.controls.logits", n=tables.MAX_LOGITS),
+        "4, 1, 0, -1",
+        max_chars=MAX_LOGITS_TEXT,
+        key="sat_logits",
+    )
+    with friendly_errors(t("saturation.errors.own")):
+        own = tables.parse_logits(own_text)
+        c1, c2 = st.columns([2, 3])
+        show_example(own, c1, c2)
+
+
+own_example_part()
