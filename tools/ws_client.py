@@ -58,6 +58,7 @@ class WsSession:
         self.controls: dict[str, object] = {}
         self.exports: list[str] = []  # the deferred file ids of the last run's download buttons
         self.session_id = ""  # the server's id of this session, from its new_session message
+        self.last_body = b""  # what the last fetch received
         self.cookies = http.cookiejar.CookieJar() if cookies else None
         self._opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(self.cookies))
 
@@ -166,13 +167,21 @@ class WsSession:
         The server makes the file in its own memory, so the fetch must reach the process that holds this
         session's websocket: behind several processes, only sticky sessions make it succeed.
         """
+        return await self.fetch(await self.make_file(file_id, timeout), timeout)
+
+    async def make_file(self, file_id: str, timeout: float = 60) -> str:
+        """The first half of a click on a deferred download button: the server makes the file; its URL."""
         msg = BackMsg()
         msg.backend_operation_request.request_id = str(uuid.uuid4())
         msg.backend_operation_request.session_id = self.session_id
         msg.backend_operation_request.deferred_file.file_id = file_id
         await self.ws.send(msg.SerializeToString())
-        url = await asyncio.wait_for(self._read_until_response(msg.backend_operation_request.request_id), timeout)
+        return await asyncio.wait_for(self._read_until_response(msg.backend_operation_request.request_id), timeout)
+
+    async def fetch(self, url: str, timeout: float = 60) -> Download:
+        """The second half: the browser fetches the URL the server answered."""
         status, body = await asyncio.to_thread(self._get, url, timeout)
+        self.last_body = body
         return Download(url, status, len(body))
 
     async def _read_until_response(self, request_id: str) -> str:

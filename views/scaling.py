@@ -8,7 +8,7 @@ from explorer.charts import scaling as charts
 from explorer.tables import scaling as tables
 from explorer.ui import heavy
 from explorer.ui import state as controls
-from explorer.ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed, wire
+from explorer.ui.frame import chart, formula, friendly_errors, header, notice, pinned, predict_first, seed, wire
 from explorer.ui.i18n import t, td, tl
 
 # recorded runs; the variable lets a test point the page at a folder of its own
@@ -290,10 +290,11 @@ with friendly_errors(t("scaling.sections.measurements")):
         st.dataframe(skipped, hide_index=True, width="stretch")
     with st.expander(t("scaling.all_results", n=len(rows))):
         st.dataframe(tables.results_table(rows, names, td("scaling.results")), hide_index=True, width="stretch")
+    csv_name = f"scaling_{DEVICE}_n{max_n}_d{d}_h{heads}.csv"
     st.download_button(
         t("scaling.download"),
-        tables.results_csv(rows, config),
-        file_name=f"scaling_{DEVICE}_n{max_n}_d{d}_h{heads}.csv",
+        pinned(lambda: tables.results_csv(rows, config), "text/csv", csv_name),  # made on the click only
+        file_name=csv_name,
         mime="text/csv",
         key="bench_results_csv",
         on_click="ignore",
