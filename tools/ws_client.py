@@ -37,6 +37,10 @@ class Run:
     errors: list[str] = field(default_factory=list)
     controls: dict[str, object] = field(default_factory=dict)  # widget id -> Slider or Checkbox proto
     exports: list[str] = field(default_factory=list)  # deferred file ids of the download buttons drawn
+    widgets: dict[str, object] = field(default_factory=dict)  # widget id -> proto of every main-area widget, forms too
+    progress: list[tuple[float, str]] = field(default_factory=list)  # (perf_counter, text) of every progress bar update
+    warnings: list[str] = field(default_factory=list)  # the text of every warning box drawn
+    charts: int = 0  # Vega-Lite charts drawn
 
 
 @dataclass(frozen=True)
@@ -58,6 +62,7 @@ class WsSession:
         self.controls: dict[str, object] = {}
         self.exports: list[str] = []  # the deferred file ids of the last run's download buttons
         self.session_id = ""  # the server's id of this session, from its new_session message
+        self.last_body = b""  # what the last fetch received
         self.cookies = http.cookiejar.CookieJar() if cookies else None
         self._opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(self.cookies))
 
@@ -82,13 +87,22 @@ class WsSession:
     async def __aexit__(self, *exc) -> None:
         await self.ws.close()
 
-    async def rerun(self, page: str | None = None, timeout: float = 60) -> Run:
-        """Ask for a run (of `page`, or the current page with the current widget states) and wait for its end."""
+    async def rerun(
+        self, page: str | None = None, timeout: float = 60, query: str = "", trigger: str | None = None
+    ) -> Run:
+        """Ask for a run (of `page`, or the current page with the current widget states) and wait for its end.
+
+        `query`: the URL's query string (a link opened with parameters); `trigger`: the id of a button this run
+        presses (a form's submit button sends the form's values with it, as the states already held here).
+        """
         if page is not None and page != self.page:
             self.page, self.states = page, {}
         msg = BackMsg()
         msg.rerun_script.page_name = self.page
+        msg.rerun_script.query_string = query
         msg.rerun_script.widget_states.widgets.extend(self.states.values())
+        if trigger is not None:
+            msg.rerun_script.widget_states.widgets.append(WidgetState(id=trigger, trigger_value=True))
         start = time.perf_counter()
         await self.ws.send(msg.SerializeToString())
         run = await asyncio.wait_for(self._read_until_finished(), timeout)
@@ -119,11 +133,18 @@ class WsSession:
             run.errors.append(f"exception: {element.exception.type}: {element.exception.message[:120]}")
         elif kind == "alert" and element.alert.format == Alert.ERROR:
             run.errors.append(f"error box: {element.alert.body[:120]}")
+        elif kind == "alert" and element.alert.format == Alert.WARNING:
+            run.warnings.append(element.alert.body)
+        elif kind == "progress":
+            run.progress.append((time.perf_counter(), element.progress.text))
+        elif kind == "vega_lite_chart":
+            run.charts += 1
         elif kind == "download_button" and element.download_button.deferred_file_id:
             run.exports.append(element.download_button.deferred_file_id)
-        elif kind in ("slider", "checkbox") and fm.metadata.delta_path[:1] == [MAIN]:
+        if fm.metadata.delta_path[:1] == [MAIN] and kind is not None and hasattr(getattr(element, kind), "id"):
             widget = getattr(element, kind)
-            if not widget.disabled and not widget.form_id:
+            run.widgets[widget.id] = widget
+            if kind in ("slider", "checkbox") and not widget.disabled and not widget.form_id:
                 run.controls[widget.id] = widget
 
     def pick_change(self, rng: random.Random) -> tuple[str, WidgetState] | None:
@@ -166,13 +187,21 @@ class WsSession:
         The server makes the file in its own memory, so the fetch must reach the process that holds this
         session's websocket: behind several processes, only sticky sessions make it succeed.
         """
+        return await self.fetch(await self.make_file(file_id, timeout), timeout)
+
+    async def make_file(self, file_id: str, timeout: float = 60) -> str:
+        """The first half of a click on a deferred download button: the server makes the file; its URL."""
         msg = BackMsg()
         msg.backend_operation_request.request_id = str(uuid.uuid4())
         msg.backend_operation_request.session_id = self.session_id
         msg.backend_operation_request.deferred_file.file_id = file_id
         await self.ws.send(msg.SerializeToString())
-        url = await asyncio.wait_for(self._read_until_response(msg.backend_operation_request.request_id), timeout)
+        return await asyncio.wait_for(self._read_until_response(msg.backend_operation_request.request_id), timeout)
+
+    async def fetch(self, url: str, timeout: float = 60) -> Download:
+        """The second half: the browser fetches the URL the server answered."""
         status, body = await asyncio.to_thread(self._get, url, timeout)
+        self.last_body = body
         return Download(url, status, len(body))
 
     async def _read_until_response(self, request_id: str) -> str:

@@ -13,8 +13,8 @@ from explorer.ui.frame import (
     formula,
     friendly_errors,
     header,
-    memo,
     notice,
+    pinned,
     predict_first,
     seed,
     shared,
@@ -231,7 +231,6 @@ if st.session_state[WAITING] or not methods:
 rows = pts = None
 with friendly_errors(t("scaling.sections.benchmark")):
     setting = (max_n, d, heads, causal, block, budget_mb)
-    live = (tuple(methods), *setting, seed(), DEVICE, time_limit_s)  # what the live rows were measured with
     config = tables.live_config(methods, *setting, seed(), DEVICE, time_limit_s)
     cancel = st.empty()  # shown while the benchmark waits or runs, gone once its rows are in
     cancel.button(t("scaling.queue.cancel"), key="bench_cancel", on_click=stop_benchmark, icon=":material/cancel:")
@@ -308,10 +307,11 @@ with friendly_errors(t("scaling.sections.measurements")):
     with st.expander(t("scaling.all_results", n=len(rows))):
         results = shared(tables.results_table)(rows, names, td("scaling.results"))
         st.dataframe(results, hide_index=True, width="stretch")
+    csv_name = f"scaling_{DEVICE}_n{max_n}_d{d}_h{heads}.csv"
     st.download_button(
         t("scaling.download"),
-        memo(("scaling.results_csv", rows, *live), lambda: tables.results_csv(rows, config)),
-        file_name=f"scaling_{DEVICE}_n{max_n}_d{d}_h{heads}.csv",
+        pinned(lambda: tables.results_csv(rows, config), "text/csv", csv_name),  # made on the click only
+        file_name=csv_name,
         mime="text/csv",
         key="bench_results_csv",
         on_click="ignore",

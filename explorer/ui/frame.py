@@ -8,6 +8,7 @@ import contextlib
 import functools
 import hashlib
 import importlib
+import itertools
 import platform
 import re
 import threading
@@ -19,7 +20,7 @@ import pandas as pd
 import pyarrow as pa
 import streamlit as st
 import torch
-from streamlit import dataframe_util
+from streamlit import dataframe_util, runtime
 
 from explorer.charts.common import to_spec
 from explorer.ui import state
@@ -329,7 +330,8 @@ def chart(figure, data: pd.DataFrame | None, name: str, *, where=None, width="st
     """Draw an Altair chart (or a cached Vega-Lite dict) and offer its data as CSV and the chart as SVG.
 
     `name` names the files and must be unique on the page. Streamlit's own chart menu offers PNG. Both
-    files are made only when the button is clicked. In projector mode the chart's type and marks grow.
+    files are made only when the button is clicked (see `pinned`: a rerun costs nothing for them). In projector
+    mode the chart's type and marks grow.
     """
     where = where or st
     spec = wire(figure)  # st.altair_chart would validate the chart and re-encode its data on every run
@@ -341,7 +343,7 @@ def chart(figure, data: pd.DataFrame | None, name: str, *, where=None, width="st
     if data is not None:
         row.download_button(
             t("common.frame.csv"),
-            data=lambda: data.to_csv(index=False).encode("utf-8"),
+            data=pinned(lambda: data.to_csv(index=False), "text/csv", f"{name}.csv"),
             file_name=f"{name}.csv",
             mime="text/csv",
             key=f"csv_{name}",
@@ -352,7 +354,7 @@ def chart(figure, data: pd.DataFrame | None, name: str, *, where=None, width="st
         )
     row.download_button(
         "SVG",
-        data=lambda: svg(spec),
+        data=pinned(lambda: svg(spec), "image/svg+xml", f"{name}.svg"),
         file_name=f"{name}.svg",
         mime="image/svg+xml",
         key=f"svg_{name}",
@@ -361,6 +363,36 @@ def chart(figure, data: pd.DataFrame | None, name: str, *, where=None, width="st
         icon=":material/image:",
         help=t("common.frame.svg_help"),
     )
+
+
+# Files made by export clicks that stay pinned on the server: the last PINNED_EXPORTS of them (the largest export
+# is about 0.3 MB, so at most about 10 MB).
+PINNED_EXPORTS = 32
+_pin_slots = itertools.count()
+
+
+def pinned(make, mime: str, file_name: str):
+    """A download button's deferred data: make() run on the click, its file kept until the browser has fetched it.
+
+    Streamlit 1.67 stores the file a deferred download makes without tying it to any session, so the next two
+    script runs that end anywhere on the server delete it; in a busy class they can come before the browser's
+    fetch of the URL it was just given, and the click gets a 404. Here the file is also stored under one of
+    PINNED_EXPORTS slots of the server's media file manager, taken in turn: Streamlit keys a file by its bytes,
+    MIME type and name, so this is the very file the click's URL names, and it stays until its slot is reused.
+    Reruns are not affected: nothing is made or hashed before a click.
+    """
+
+    def data() -> bytes:
+        content = make()
+        content = content.encode("utf-8") if isinstance(content, str) else content
+        if runtime.exists():
+            slot = next(_pin_slots) % PINNED_EXPORTS
+            runtime.get_instance().media_file_mgr.add(
+                content, mime, f"attn-export-pin-{slot}", file_name=file_name, is_for_static_download=True
+            )
+        return content
+
+    return data
 
 
 def svg(spec: dict) -> str:

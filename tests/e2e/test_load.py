@@ -9,7 +9,7 @@ import asyncio
 import pytest
 from browser_helpers import chromium_or_skip, run_async
 
-from tools.load_test import Pace, run_sessions, run_ws_sessions
+from tools.load_test import Heavy, Pace, run_sessions, run_ws_sessions
 
 # Not in the default run: one change in twelve was once lost (no rerun started within 60 s) on a
 # lightly loaded machine, and the cause is not yet known. Run it with `pytest -m load`.
@@ -48,3 +48,21 @@ def test_human_pace_sessions_think_switch_pages_and_lose_nothing(server):
     done = [(kind, what) for r in results for kind, what, _ in r.changes]
     assert {kind for kind, _ in done} - {"page"} and "page" in {kind for kind, _ in done}
     assert all(what.endswith(("go to sqrt_dk", "go to masks")) for kind, what in done if kind == "page")
+
+
+def test_heavy_sessions_press_run_together_and_the_others_go_on_until_they_end(server):
+    """The load tool's heavy mode on a few sessions, at light benchmark settings: each heavy session's benchmark
+    ends in charts, the other sessions change controls until then, and nothing is lost."""
+    light = {"bench_max_n": "512", "bench_d": "16", "bench_heads": "1", "bench_time_limit": "5"}
+    settings = tuple(light.items()) + (("bench_methods", "naive,tiled"), ("bench_block", "64"))
+    heavy = Heavy(count=2, settings=settings, at_s=0.5, timeout_s=240)
+    pace = Pace(think=(0.05, 0.2), switch_share=0.3, pages=("sqrt_dk", "masks"))
+    run = run_ws_sessions(server, 4, 2, timeout_s=120, seed=2, pace=pace, heavy=heavy)
+    results, _ = run_async(asyncio.wait_for(run, 400))
+    assert [e for r in results for e in r.errors] == []
+    heavy_runs = [r.heavy for r in results[:2]]
+    assert [h.outcome for h in heavy_runs] == ["finished", "finished"], heavy_runs
+    assert [h.seed for h in heavy_runs] == [1, 2]  # a result of its own each: neither is served from the cache
+    assert all(0 <= h.waited_s <= h.total_s for h in heavy_runs)
+    others = results[2:]
+    assert all(r.heavy is None and len(r.changes) == len(r.at) == r.planned >= 2 for r in others)
