@@ -6,7 +6,7 @@ import time
 import streamlit as st
 import torch
 
-from explorer.ui.frame import lesson_bar, page_title, share_panel, sidebar, sidebar_hidden
+from explorer.ui.frame import lesson_bar, log_run_cpu, page_title, share_panel, sidebar, sidebar_hidden
 from explorer.ui.i18n import t
 from explorer.ui.registry import PAGES, SECTIONS
 from explorer.ui.state import publish_hidden, url_notices
@@ -48,3 +48,4 @@ publish_hidden()
 share_panel()
 url_notices()
 st.session_state[RUN_CPU] = 1000 * (time.thread_time() - _started)
+log_run_cpu("full", st.session_state[RUN_CPU])

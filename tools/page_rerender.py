@@ -1,6 +1,14 @@
-"""What one control change costs a page: the server's CPU time for the rerun, and its wall time, under AppTest.
+"""What one control change costs a page: the server's CPU time for the rerun, and its wall time.
 
     python -m tools.page_rerender [--rounds 3] [--seed 0] [--pages views/sqrt_dk.py ...]
+    python -m tools.page_rerender --client ws [--rounds 3] ...     # a real server, as a browser drives it
+
+Two clients. `apptest` (the default) runs the app in this process with Streamlit's AppTest and drives every kind
+of control; AppTest always reruns the whole page. `ws` starts `streamlit run app.py` and drives it over its
+websocket protocol as a browser does (tools/ws_client.py: sliders, select sliders, checkboxes and toggles of the
+main area): a control drawn inside a section (st.fragment, explorer.ui.frame.section) reruns only that section,
+and that run is what is measured. The server writes each run's script-thread CPU to the file named by
+ATTN_RUN_CPU_LOG (app.py for a whole run, frame.section for a section run alone).
 
 For each page: one run at defaults (fills the caches), then, `rounds` times, every control in turn is set to
 a random valid value ("first": the first visit to that value may compute), set back to its previous value and
@@ -13,10 +21,13 @@ Prints per page the median and p90 of the warm runs' CPU, the median of the firs
 from __future__ import annotations
 
 import argparse
+import asyncio
+import os
 import pathlib
 import random
 import statistics
 import sys
+import tempfile
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -27,6 +38,8 @@ from streamlit.testing.v1 import AppTest, app_test, local_script_runner  # noqa:
 
 from explorer.ui.registry import PAGES  # noqa: E402
 from tools.controls import controls, set_random  # noqa: E402
+from tools.server import streamlit_server  # noqa: E402
+from tools.ws_client import WsSession  # noqa: E402
 
 RUN_CPU = "_run_cpu_ms"  # written by app.py at the end of every run
 # A server compiles each script once (one ScriptCache for app.py and every page); AppTest gives every run two fresh
@@ -77,12 +90,76 @@ def _p90(values: list[float]) -> float:
     return ordered[min(len(ordered) - 1, int(0.9 * len(ordered)))]
 
 
+def _new_lines(log: pathlib.Path, seen: int) -> tuple[list[tuple[str, float]], int]:
+    lines = log.read_text(encoding="utf-8").splitlines()
+    return [(kind, float(ms)) for kind, ms in (line.split() for line in lines[seen:])], len(lines)
+
+
+async def _measure_ws(url: str, path: str, rounds: int, seed: int, log: pathlib.Path) -> dict[str, list[float]]:
+    """The same back-and-forth as `measure`, over the websocket: each run's CPU from the server's log."""
+    rng = random.Random(seed)
+    out = {"first_cpu": [], "first_wall": [], "warm_cpu": [], "warm_wall": [], "sections": [0, 0]}
+    seen = len(log.read_text(encoding="utf-8").splitlines()) if log.exists() else 0
+    async with WsSession(url) as session:
+        await session.rerun(pathlib.Path(path).stem)
+        _, seen = _new_lines(log, seen)
+
+        async def one(state, kind: str) -> None:
+            nonlocal seen
+            run = await session.set(state)
+            if run.errors:
+                raise SystemExit(f"{path}: {run.errors[0]}")
+            lines, seen = _new_lines(log, seen)
+            out[f"{kind}_cpu"].append(sum(ms for _, ms in lines))
+            out[f"{kind}_wall"].append(1000 * run.seconds)
+            out["sections"][0] += all(k == "fragment" for k, _ in lines)
+            out["sections"][1] += 1
+
+        for _ in range(rounds):
+            for wid in sorted(session.controls):
+                if wid not in session.controls:  # gone after an earlier change (a control that depends on another)
+                    continue
+                before, picked = session.current(wid), session.pick_value(wid, rng)
+                if picked is None:
+                    continue
+                after = picked[1]
+                await one(after, "first")
+                for state in (before, after):  # back and forth: both values were computed once already
+                    if wid in session.controls:
+                        await one(state, "warm")
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--pages", nargs="*", default=[p.path for p in PAGES])
+    parser.add_argument("--client", choices=("apptest", "ws"), default="apptest")
     args = parser.parse_args()
+    med = statistics.median
+    if args.client == "ws":
+        print(
+            "| page | warm runs | section runs | warm CPU median ms | warm CPU p90 ms | first-visit CPU median ms "
+            "| warm wall median ms | first-visit wall median ms |\n| --- |" + " ---: |" * 7
+        )
+        with tempfile.TemporaryDirectory() as folder:
+            log = pathlib.Path(folder) / "runs.log"
+            os.environ["ATTN_RUN_CPU_LOG"] = str(log)  # the server started below inherits it
+            with streamlit_server() as server:
+                for path in args.pages:
+                    m = asyncio.run(_measure_ws(server.url, path, args.rounds, args.seed, log))
+                    if not m["warm_cpu"]:
+                        print(f"| {path} | 0 | - | - | - | - | - | - |")
+                        continue
+                    alone, total = m["sections"]
+                    print(
+                        f"| {path} | {len(m['warm_cpu'])} | {alone} of {total} | {med(m['warm_cpu']):.1f} "
+                        f"| {_p90(m['warm_cpu']):.1f} | {med(m['first_cpu']):.1f} | {med(m['warm_wall']):.0f} "
+                        f"| {med(m['first_wall']):.0f} |",
+                        flush=True,
+                    )
+        return
     print(
         "| page | warm runs | warm CPU median ms | warm CPU p90 ms | first-visit CPU median ms "
         "| warm wall median ms | first-visit wall median ms |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: |"
@@ -92,7 +169,6 @@ def main() -> None:
         if not m["warm_cpu"]:
             print(f"| {path} | 0 | - | - | - | - | - |")
             continue
-        med = statistics.median
         print(
             f"| {path} | {len(m['warm_cpu'])} | {med(m['warm_cpu']):.1f} | {_p90(m['warm_cpu']):.1f} "
             f"| {med(m['first_cpu']):.1f} | {med(m['warm_wall']):.0f} | {med(m['first_wall']):.0f} |",

@@ -41,6 +41,7 @@ class Run:
     progress: list[tuple[float, str]] = field(default_factory=list)  # (perf_counter, text) of every progress bar update
     warnings: list[str] = field(default_factory=list)  # the text of every warning box drawn
     charts: int = 0  # Vega-Lite charts drawn
+    fragments: dict[str, str] = field(default_factory=dict)  # widget id -> id of the fragment that drew it
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,7 @@ class WsSession:
         self.states: dict[str, WidgetState] = {}  # what the client has set, sent with every rerun
         self.controls: dict[str, object] = {}
         self.exports: list[str] = []  # the deferred file ids of the last run's download buttons
+        self.fragments: dict[str, str] = {}  # widget id -> the fragment that drew it (a change reruns only that)
         self.session_id = ""  # the server's id of this session, from its new_session message
         self.last_body = b""  # what the last fetch received
         self.cookies = http.cookiejar.CookieJar() if cookies else None
@@ -88,18 +90,25 @@ class WsSession:
         await self.ws.close()
 
     async def rerun(
-        self, page: str | None = None, timeout: float = 60, query: str = "", trigger: str | None = None
+        self,
+        page: str | None = None,
+        timeout: float = 60,
+        query: str = "",
+        trigger: str | None = None,
+        fragment: str = "",
     ) -> Run:
         """Ask for a run (of `page`, or the current page with the current widget states) and wait for its end.
 
         `query`: the URL's query string (a link opened with parameters); `trigger`: the id of a button this run
-        presses (a form's submit button sends the form's values with it, as the states already held here).
+        presses (a form's submit button sends the form's values with it, as the states already held here);
+        `fragment`: run only this fragment (st.fragment), as a browser asks when a widget drawn inside it changed.
         """
         if page is not None and page != self.page:
-            self.page, self.states = page, {}
+            self.page, self.states, self.fragments = page, {}, {}
         msg = BackMsg()
         msg.rerun_script.page_name = self.page
         msg.rerun_script.query_string = query
+        msg.rerun_script.fragment_id = fragment
         msg.rerun_script.widget_states.widgets.extend(self.states.values())
         if trigger is not None:
             msg.rerun_script.widget_states.widgets.append(WidgetState(id=trigger, trigger_value=True))
@@ -107,7 +116,12 @@ class WsSession:
         await self.ws.send(msg.SerializeToString())
         run = await asyncio.wait_for(self._read_until_finished(), timeout)
         run.seconds = time.perf_counter() - start
-        self.controls, self.exports = run.controls, run.exports
+        if fragment:  # the rest of the page stays as the last full run drew it
+            kept = {k: v for k, v in self.controls.items() if self.fragments.get(k) != fragment}
+            self.controls, self.exports = kept | run.controls, list(dict.fromkeys(self.exports + run.exports))
+        else:
+            self.controls, self.exports = run.controls, run.exports
+        self.fragments.update(run.fragments)
         return run
 
     async def _read_until_finished(self) -> Run:
@@ -144,6 +158,8 @@ class WsSession:
         if fm.metadata.delta_path[:1] == [MAIN] and kind is not None and hasattr(getattr(element, kind), "id"):
             widget = getattr(element, kind)
             run.widgets[widget.id] = widget
+            if fm.delta.fragment_id:
+                run.fragments[widget.id] = fm.delta.fragment_id
             if kind in ("slider", "checkbox") and not widget.disabled and not widget.form_id:
                 run.controls[widget.id] = widget
 
@@ -151,7 +167,10 @@ class WsSession:
         """A new valid value for a random slider or checkbox of the current page, as the browser would send it."""
         if not self.controls:
             return None
-        wid = rng.choice(sorted(self.controls))
+        return self.pick_value(rng.choice(sorted(self.controls)), rng)
+
+    def pick_value(self, wid: str, rng: random.Random) -> tuple[str, WidgetState] | None:
+        """A new valid value for the slider or checkbox `wid` (None if it has no other value)."""
         widget = self.controls[wid]
         state = WidgetState(id=wid)
         if hasattr(widget, "step") and widget.options:  # a select_slider: the chosen option's label
@@ -173,13 +192,30 @@ class WsSession:
         state.bool_value = not (previous.bool_value if previous is not None else now)
         return f"checkbox {widget.label!r} -> {state.bool_value}", state
 
+    def current(self, wid: str) -> WidgetState:
+        """The state that keeps slider or checkbox `wid` at its present value: what was sent, or its default."""
+        if wid in self.states:
+            return self.states[wid]
+        widget, state = self.controls[wid], WidgetState(id=wid)
+        if hasattr(widget, "step") and widget.options:
+            state.string_array_value.data[:] = [widget.options[int(i)] for i in widget.default]
+        elif hasattr(widget, "step"):
+            state.double_array_value.data[:] = list(widget.default)
+        else:
+            state.bool_value = widget.default
+        return state
+
+    async def set(self, state: WidgetState, timeout: float = 60) -> Run:
+        """Send one widget's new state, as a browser does after a change (only its fragment, if it has one)."""
+        self.states[state.id] = state
+        return await self.rerun(timeout=timeout, fragment=self.fragments.get(state.id, ""))
+
     async def change(self, rng: random.Random, timeout: float = 60) -> tuple[str, Run] | None:
         picked = self.pick_change(rng)
         if picked is None:
             return None
         what, state = picked
-        self.states[state.id] = state
-        return what, await self.rerun(timeout=timeout)
+        return what, await self.set(state, timeout)
 
     async def download(self, file_id: str, timeout: float = 60) -> Download:
         """Click a deferred download button: ask the server to make the file, then fetch the URL it answers.

@@ -9,9 +9,11 @@ import functools
 import hashlib
 import importlib
 import itertools
+import os
 import platform
 import re
 import threading
+import time
 import urllib.parse
 import weakref
 from collections.abc import Callable
@@ -21,6 +23,7 @@ import pyarrow as pa
 import streamlit as st
 import torch
 from streamlit import dataframe_util, runtime
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from explorer.charts.common import to_spec
 from explorer.ui import state
@@ -468,11 +471,33 @@ def view_link(**override) -> str:
     return base + ("?" + urllib.parse.urlencode(params, safe=",") if params else "")
 
 
+# A file that gets one line per run, "<full|fragment> <script CPU ms>", when the variable names it: what
+# tools.page_rerender --client ws reads from a real server. Unset (always, in use) it costs nothing.
+RUN_CPU_LOG = os.environ.get("ATTN_RUN_CPU_LOG", "")
+
+
+def log_run_cpu(kind: str, ms: float) -> None:
+    if RUN_CPU_LOG:
+        with open(RUN_CPU_LOG, "a", encoding="utf-8") as log:
+            log.write(f"{kind} {ms:.3f}\n")
+
+
 def section(fn):
     """A part of a page with its own controls, rerun alone when one of them changes (st.fragment): a student who
     moves a slider of one section waits for that section, not for the page. While a link panel of the sidebar is
     open the part runs with the page instead, so that the links there follow every change."""
-    part = st.fragment(fn)
+
+    @functools.wraps(fn)
+    def timed(*args, **kwargs):
+        ctx = get_script_run_ctx(suppress_warning=True)
+        alone, start = bool(ctx and ctx.fragment_ids_this_run), time.thread_time()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            if alone:  # a run of this part only (in a full run, app.py logs the whole run)
+                log_run_cpu("fragment", 1000 * (time.thread_time() - start))
+
+    part = st.fragment(timed)
 
     @functools.wraps(fn)
     def run(*args, **kwargs):
