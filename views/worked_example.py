@@ -12,6 +12,7 @@ from explorer.ui.frame import (
     formula,
     friendly_errors,
     header,
+    memo,
     notice,
     predict_first,
     seed,
@@ -121,38 +122,62 @@ steps = None  # stays None while an input is invalid; the warning then says whic
 with friendly_errors(t("worked_example.sections.inputs")):
     q, k, v = (tables.parse_matrix(name, inputs[name], (n, w)) for name, (_, w) in matrices.items())
     shown.update(Q=q, K=k, V=v)
-    steps = steps_of(q, k, v, scaled)
+    steps = memo(("worked_example.steps", q, k, v, scaled), lambda: steps_of(q, k, v, scaled))
 for name, key in url_keys.items():  # the last valid matrices: in the URL, and kept when the page is left
     controls.keep(key, tables.matrix_text(shown[name]), t("worked_example.controls.matrix", name=name))
 
-if steps is not None:
+
+def forward_text() -> dict:
+    """The forward pass as the page prints it (matrices and expansions in LaTeX) and its charts' frames: made once
+    per (Q, K, V, scaling, token) for the server, as formatting six matrices costs more than computing them."""
     detail = tables.token_detail(q, k, v, steps, token)
+    return {
+        "scores": charts.bmatrix(steps["scores"]),
+        "dot": charts.dot_expansion(detail),
+        "scaled": charts.bmatrix(steps["scaled"]),
+        "weights": charts.bmatrix(steps["weights"].drop(columns="row sum"), 4),
+        "softmax": charts.softmax_expansion(detail),
+        "row_sums": ", ".join(f"{s:.12f}" for s in steps["weights"]["row sum"]),
+        "output": charts.bmatrix(steps["output"]),
+        "output_expansion": charts.output_expansion(detail),
+        "cells": tables.weights_long(steps["weights"]),
+        "parts": tables.contributions(steps["weights"], v, token),
+    }
+
+
+def backward_text() -> dict:
+    """The backward pass's tables and its six matrices in LaTeX, made once per (Q, K, V, scaling, token)."""
+    back = backward_of(q, k, v, scaled, token)
+    digits = {"upstream": 0, "dv": 4, "dweights": 4, "dscores": 4, "dq": 4, "dk": 4}
+    return back | {"latex": {name: charts.bmatrix(back[name], n) for name, n in digits.items()}}
+
+
+if steps is not None:
+    inputs_key = (q, k, v, scaled)
+    forward = memo(("worked_example.forward", *inputs_key, token), forward_text)
     divisor = rf"\sqrt{{{d_k}}}" if scaled else "1"
     left, right = st.columns([3, 2])
     with left:
         st.markdown(t("worked_example.step1"))
-        st.latex(r"S = QK^\top = " + charts.bmatrix(steps["scores"]))
-        st.latex(charts.dot_expansion(detail))
+        st.latex(r"S = QK^\top = " + forward["scores"])
+        st.latex(forward["dot"])
         st.markdown(t("worked_example.step2", root=math.sqrt(d_k)) if scaled else t("worked_example.step2_off"))
-        st.latex(rf"S' = \frac{{S}}{{{divisor}}} = " + charts.bmatrix(steps["scaled"]))
+        st.latex(rf"S' = \frac{{S}}{{{divisor}}} = " + forward["scaled"])
         st.markdown(t("worked_example.step3"))
-        st.latex(r"A = \mathrm{softmax}(S') = " + charts.bmatrix(steps["weights"].drop(columns="row sum"), 4))
-        st.latex(charts.softmax_expansion(detail))
-        row_sums = ", ".join(f"{s:.12f}" for s in steps["weights"]["row sum"])
-        st.caption(t("worked_example.row_sums", sums=row_sums))
+        st.latex(r"A = \mathrm{softmax}(S') = " + forward["weights"])
+        st.latex(forward["softmax"])
+        st.caption(t("worked_example.row_sums", sums=forward["row_sums"]))
         st.markdown(t("worked_example.step4"))
-        st.latex(r"Z = AV = " + charts.bmatrix(steps["output"]))
-        st.latex(charts.output_expansion(detail))
+        st.latex(r"Z = AV = " + forward["output"])
+        st.latex(forward["output_expansion"])
     with right:
         formula(r"A=\mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}\right)")
         formula(r"Z=\mathrm{Attention}(Q,K,V)=AV")
         with friendly_errors(t("worked_example.sections.charts")):
-            # the charts' frames follow from the three matrices (their canonical text) and the scaling
-            inputs_key = (*(tables.matrix_text(shown[name]) for name in ("Q", "K", "V")), scaled)
-            cells = tables.weights_long(steps["weights"])
+            # the charts' frames follow from the three matrices, the scaling and the token
+            cells, parts = forward["cells"], forward["parts"]
             text = td("worked_example.charts.weights")
             chart(spec_of(charts.weights_heatmap, cells, text, data_key=inputs_key), cells, "weights")
-            parts = tables.contributions(steps["weights"], v, token)
             text = td("worked_example.charts.pieces", token=token)
             chart(spec_of(charts.contribution_bars, parts, text, data_key=(*inputs_key, token)), parts, "pieces")
         notice(tl("worked_example.notice"))
@@ -160,7 +185,7 @@ if steps is not None:
 if steps is not None:
     st.subheader(t("worked_example.backward.heading"))
     with friendly_errors(t("worked_example.sections.backward")):
-        back = backward_of(q, k, v, scaled, token)
+        back = memo(("worked_example.backward", *inputs_key, token), backward_text)
         c = rf"\tfrac{{1}}{{\sqrt{{{d_k}}}}}" if scaled else "1"
         left, right = st.columns([3, 2])
         with right:
@@ -187,23 +212,19 @@ if steps is not None:
             notice(tl("worked_example.backward.notice", token=token))
         with left:
             st.markdown(t("worked_example.backward.lede", token=token))
-            st.latex(r"\frac{\partial L}{\partial Z} = " + charts.bmatrix(back["upstream"], 0))
+            st.latex(r"\frac{\partial L}{\partial Z} = " + back["latex"]["upstream"])
+            st.latex(r"\frac{\partial L}{\partial V} = A^\top\frac{\partial L}{\partial Z} = " + back["latex"]["dv"])
             st.latex(
-                r"\frac{\partial L}{\partial V} = A^\top\frac{\partial L}{\partial Z} = "
-                + charts.bmatrix(back["dv"], 4)
+                r"\frac{\partial L}{\partial A} = \frac{\partial L}{\partial Z}V^\top = " + back["latex"]["dweights"]
             )
-            st.latex(
-                r"\frac{\partial L}{\partial A} = \frac{\partial L}{\partial Z}V^\top = "
-                + charts.bmatrix(back["dweights"], 4)
-            )
-            st.latex(r"\frac{\partial L}{\partial S'} = " + charts.bmatrix(back["dscores"], 4))
+            st.latex(r"\frac{\partial L}{\partial S'} = " + back["latex"]["dscores"])
             st.latex(
                 rf"\frac{{\partial L}}{{\partial Q}} = {c}\,\frac{{\partial L}}{{\partial S'}}K = "
-                + charts.bmatrix(back["dq"], 4)
+                + back["latex"]["dq"]
             )
             st.latex(
                 rf"\frac{{\partial L}}{{\partial K}} = {c}\,\Big(\frac{{\partial L}}{{\partial S'}}\Big)^{{\!\top}}Q = "
-                + charts.bmatrix(back["dk"], 4)
+                + back["latex"]["dk"]
             )
             st.caption(t("worked_example.backward.notes_caption"))
 

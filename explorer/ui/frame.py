@@ -289,7 +289,9 @@ def memo(key: tuple, build: Callable[[], dict]) -> dict:
     """build() once per key for the whole server (a chart spec, usually): `key` holds plain values, text dicts and
     frames that table() returned, and must name everything build() depends on (its function's name first). Any
     other argument raises TypeError: a programming error, which the page tests meet."""
-    return _SPECS.get(("memo", _key(key)), build)
+    code = getattr(build, "__code__", None)  # where build() is written: a changed page never meets its old entries
+    where = (code.co_filename, code.co_firstlineno) if code is not None else (repr(build),)
+    return _SPECS.get(("memo", where, _key(key)), build)
 
 
 def shared(fn):
