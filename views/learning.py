@@ -74,22 +74,22 @@ def snapshot_section(result, key) -> None:
     )
     index = steps.index(step)
     snap = result.snapshots[index]
-    m1, m2, m3, m4 = st.columns(4)
-    m1.metric(t("learning.metrics.step"), f"{snap.step}")
-    m2.metric(metric_names["heldout_accuracy"], f"{snap.heldout_accuracy:.1%}")
-    m3.metric(metric_names["best_alignment_mass"], f"{snap.best_alignment_mass:.2f}", help=t("learning.mass_help"))
-    m4.metric(t("learning.metrics.entropy"), f"{snap.entropy:.2f}", help=t("learning.entropy_help"))
+    row = st.container(horizontal=True, gap="large")  # wraps where the column is narrow (projector mode)
+    row.metric(t("learning.metrics.step"), f"{snap.step}", width="content")
+    row.metric(metric_names["heldout_accuracy"], f"{snap.heldout_accuracy:.1%}", width="content")
+    mass = f"{snap.best_alignment_mass:.2f}"
+    row.metric(metric_names["best_alignment_mass"], mass, help=t("learning.mass_help"), width="content")
+    row.metric(t("learning.metrics.entropy"), f"{snap.entropy:.2f}", help=t("learning.entropy_help"), width="content")
     attention_maps(result, index, key)
     df, losses, scores = curve_frames(result, key)
-    c1, c2 = st.columns(2)
     loss_text = td("learning.charts.loss", chance=tables.chance_loss(result.config))
     accuracy_text = td("learning.charts.accuracy")
     names = {k: metric_names[k] for k in LOSSES}
     spec = spec_of(charts.training_curves, losses, step, loss_text, names, unit_interval=False, data_key=(key, 1))
-    chart(spec, df[["step", *LOSSES]], "learning_loss", where=c1)
+    chart(spec, df[["step", *LOSSES]], "learning_loss")
     names = {k: metric_names[k] for k in SCORES}
     spec = spec_of(charts.training_curves, scores, step, accuracy_text, names, unit_interval=True, data_key=(key, 2))
-    chart(spec, df[["step", *SCORES]], "learning_accuracy", where=c2)
+    chart(spec, df[["step", *SCORES]], "learning_accuracy")
 
 
 def own_input_section(result) -> None:
@@ -176,14 +176,16 @@ result = training.results().get(key)
 kept = st.session_state.get(KEPT)
 if result is None and kept is not None and kept[0] == key:
     result = kept[1]
+status = st.container()  # drawn on every run: what appears in it shifts nothing below
 if clicked:
-    with friendly_errors(t("learning.sections.training")):
+    with status, friendly_errors(t("learning.sections.training")):
         result = (
             training.train_in_slot(
                 key,
                 lambda **kw: train(cfg, **kw),
                 budget_s=tables.TIME_BUDGET_S,
                 stop_key="learn_stop",
+                where=status,
                 complete=lambda r: r.diverged or not r.stopped,
             )
             or result
@@ -191,19 +193,17 @@ if clicked:
         if result is not None and result.stopped and not result.diverged:
             st.session_state[KEPT] = (key, result)
 if training.was_stopped():
-    st.info(t("learning.stopped"), icon=":material/stop_circle:")
+    status.info(t("learning.stopped"), icon=":material/stop_circle:")
 
 left, right = st.columns([3, 2])
 with right:
+    formula(r"A=\mathrm{softmax}\!\Big(\frac{Q K^\top}{\sqrt{d_k}}\Big)")
     formula(
-        r"A=\mathrm{softmax}\!\Big(\frac{Q K^\top}{\sqrt{d_k}}\Big),\quad "
-        r"Q=\mathrm{LN}(E[u]+P)\,W_Q,\ K=\mathrm{LN}(E[x]+P)\,W_K",
+        r"\begin{aligned}Q&=\mathrm{LN}(E[u]+P)\,W_Q\\K&=\mathrm{LN}(E[x]+P)\,W_K\end{aligned}",
         t("learning.formula_caption"),
     )
-    formula(
-        r"\mathcal{L}=-\frac{1}{n_t}\sum_i \log p_\theta(y_i\mid x),\qquad m=\frac{1}{n_t}\sum_{i,j}A_{ij}A^\star_{ij}",
-        t("learning.mass_caption"),
-    )
+    formula(r"\mathcal{L}=-\frac{1}{n_t}\sum_i \log p_\theta(y_i\mid x)")
+    formula(r"m=\frac{1}{n_t}\sum_{i,j}A_{ij}\,A^\star_{ij}", t("learning.mass_caption"))
     notice(tl("learning.notice"))
 with left:
     if result is None:
@@ -229,15 +229,15 @@ with left:
                 icon=":material/check_circle:",
             )
         first, last = result.snapshots[0].step, result.snapshots[-1].step
-        b1, b2, _ = st.columns([1, 1, 4])
-        b1.button(
+        buttons = st.container(horizontal=True, gap="small")
+        buttons.button(
             t("learning.controls.play"),
             key="learn_play",
             on_click=play,
             args=(key, first, last),
             icon=":material/play_arrow:",
         )
-        b2.button(t("learning.controls.pause"), key="learn_pause", on_click=pause, icon=":material/pause:")
+        buttons.button(t("learning.controls.pause"), key="learn_pause", on_click=pause, icon=":material/pause:")
         playing = st.session_state.get(PLAYING) == key
         with friendly_errors(t("learning.sections.snapshots")):
             st.fragment(snapshot_section, run_every=PLAY_S if playing else None)(result, key)

@@ -59,11 +59,14 @@ def start_metrics(scaled, unscaled, d_k) -> None:
     """Step 0: the same weights in both models, so the logits differ by exactly √d_k."""
     ratio = unscaled.logit_std / scaled.logit_std
     st.markdown(t("learning_scale.start_ratio", d_k=d_k, root=math.sqrt(d_k), ratio=ratio))
-    m1, m2, m3, m4 = st.columns(4)
-    m1.metric(t("learning_scale.metrics.logit_sd_scaled"), f"{scaled.logit_std:.2f}")
-    m2.metric(t("learning_scale.metrics.logit_sd_unscaled"), f"{unscaled.logit_std:.2f}")
-    m3.metric(t("learning_scale.metrics.max_weight_scaled"), f"{scaled.max_weight:.2f}")
-    m4.metric(t("learning_scale.metrics.max_weight_unscaled"), f"{unscaled.max_weight:.2f}")
+    row = st.container(horizontal=True, gap="large")  # wraps where the column is narrow (projector mode)
+    for name, value in (
+        ("logit_sd_scaled", scaled.logit_std),
+        ("logit_sd_unscaled", unscaled.logit_std),
+        ("max_weight_scaled", scaled.max_weight),
+        ("max_weight_unscaled", unscaled.max_weight),
+    ):
+        row.metric(t(f"learning_scale.metrics.{name}"), f"{value:.2f}", width="content")
 
 
 def verdict(summary: pd.DataFrame) -> str:
@@ -130,14 +133,16 @@ both = training.results().get(key)
 kept = st.session_state.get(KEPT)
 if both is None and kept is not None and kept[0] == key:
     both = kept[1]
+status = st.container()  # drawn on every run: what appears in it shifts nothing below
 if clicked:
-    with friendly_errors(t("learning.sections.training")):
+    with status, friendly_errors(t("learning.sections.training")):
         both = (
             training.train_in_slot(
                 key,
                 lambda **kw: compare_scaling(cfg, **kw),
                 budget_s=BUDGET_S,
                 stop_key="scale_stop",
+                where=status,
                 complete=complete,
             )
             or both
@@ -145,19 +150,13 @@ if clicked:
         if both is not None and not complete(both):
             st.session_state[KEPT] = (key, both)
 if training.was_stopped():
-    st.info(t("learning.stopped"), icon=":material/stop_circle:")
+    status.info(t("learning.stopped"), icon=":material/stop_circle:")
 
 left, right = st.columns([3, 2])
 with right:
-    formula(
-        r"\mathrm{Var}(q\cdot k)=d_k\,s^4\ \ (\text{i.i.d.}),\qquad "
-        r"\mathrm{sd}\Big(\frac{q\cdot k}{\sqrt{d_k}}\Big)=s^2",
-        t("learning_scale.formula_caption"),
-    )
-    formula(
-        r"\frac{\partial p_i}{\partial z_j}=p_i(\delta_{ij}-p_j)\ \to\ 0\quad\text{as } p \to \text{one-hot}",
-        t("learning_scale.jacobian_caption"),
-    )
+    formula(r"\mathrm{Var}(q\cdot k)=d_k\,s^4\quad(\text{i.i.d.})")
+    formula(r"\mathrm{sd}\Big(\frac{q\cdot k}{\sqrt{d_k}}\Big)=s^2", t("learning_scale.formula_caption"))
+    formula(r"\frac{\partial p_i}{\partial z_j}=p_i(\delta_{ij}-p_j)\ \to\ 0", t("learning_scale.jacobian_caption"))
     notice(tl("learning_scale.notice"))
 with left, friendly_errors(t("learning_scale.sections.start")):
     st.subheader(t("learning_scale.sections.start"))

@@ -27,7 +27,8 @@ def attention_panels(cells: pd.DataFrame, text: Mapping[str, str]):
     q_order = list(dict.fromkeys(cells.sort_values("query")["q_label"]))
     k_order = list(dict.fromkeys(cells.sort_values("key")["k_label"]))
     panels = list(dict.fromkeys(cells["panel"]))
-    cell = 22 if max(len(q_order), len(k_order)) <= 8 else 14
+    cell = 20 if max(len(q_order), len(k_order)) <= 8 else 12
+    columns = max(1, min(len(panels), 460 // (cell * len(k_order) + 70)))  # as many abreast as fit in ~460 px
     header = f"datum.value === {json.dumps(RIGHT)} ? {json.dumps(text['right'])} : {json.dumps(text['head'] + ' ')}"
     return (
         alt.Chart(cells)
@@ -50,7 +51,7 @@ def attention_panels(cells: pd.DataFrame, text: Mapping[str, str]):
                 title=None,
                 header=alt.Header(labelExpr=f"{header} + datum.value", labelFontSize=12),
             ),
-            columns=min(len(panels), 5),
+            columns=columns,
         )
         .properties(title=text["title"])
         .configure_legend(orient="right")
@@ -130,7 +131,7 @@ def gradient_norms(df: pd.DataFrame, text: Mapping[str, str], names: Mapping[str
                 alt.Tooltip("value:Q", title=text["y"], format=".3g"),
             ],
         )
-        .properties(title=text["title"], height=HEIGHT - 60)
+        .properties(title=text["title"], height=HEIGHT)
     )
 
 

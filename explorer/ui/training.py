@@ -59,17 +59,25 @@ def stop() -> None:
 
 
 def train_in_slot(
-    key: Hashable, run: Callable[..., object], *, budget_s: float, stop_key: str, complete: Callable[[object], bool]
+    key: Hashable,
+    run: Callable[..., object],
+    *,
+    budget_s: float,
+    stop_key: str,
+    complete: Callable[[object], bool],
+    where=st,
 ):
     """Wait for a heavy slot, then `run(keep_going=..., progress=...)`, drawing a progress bar and a stop button.
 
     The finished result is put on the shelf under `key` when `complete(result)` (a run cut short by the time
     budget stays in this session only). Returns the result, or None when the server's line is full (said).
+    `where`: a container the page draws on every run, so that the bar and the button shift nothing below them
+    (a fragment's elements further down are then replaced in place, not drawn twice).
     """
     st.session_state.pop(STOPPED, None)
     shelf = results()
-    bar = st.progress(0.0, text=t("common.training.starting"))
-    cancel = st.empty()
+    bar = where.progress(0.0, text=t("common.training.starting"))
+    cancel = where.empty()
     cancel.button(t("common.training.stop"), key=stop_key, on_click=stop, icon=":material/stop_circle:")
 
     def waiting(ahead: int) -> None:
@@ -94,7 +102,7 @@ def train_in_slot(
                     shelf.put(key, result)
     except heavy.Full:  # the line is full: say so; the page keeps showing what it has
         result = None
-        st.warning(t("common.training.full"), icon=":material/hourglass_disabled:")
+        where.warning(t("common.training.full"), icon=":material/hourglass_disabled:")
     bar.empty()
     cancel.empty()
     return result
