@@ -74,7 +74,7 @@ def snapshot_section(result, key) -> None:
     )
     index = steps.index(step)
     snap = result.snapshots[index]
-    row = st.container(horizontal=True, gap="large")  # wraps where the column is narrow (projector mode)
+    row = st.container(horizontal=True, gap="medium")  # wraps where the column is narrow (projector mode)
     row.metric(t("learning.metrics.step"), f"{snap.step}", width="content")
     row.metric(metric_names["heldout_accuracy"], f"{snap.heldout_accuracy:.1%}", width="content")
     mass = f"{snap.best_alignment_mass:.2f}"

@@ -59,7 +59,7 @@ def start_metrics(scaled, unscaled, d_k) -> None:
     """Step 0: the same weights in both models, so the logits differ by exactly √d_k."""
     ratio = unscaled.logit_std / scaled.logit_std
     st.markdown(t("learning_scale.start_ratio", d_k=d_k, root=math.sqrt(d_k), ratio=ratio))
-    row = st.container(horizontal=True, gap="large")  # wraps where the column is narrow (projector mode)
+    row = st.container(horizontal=True, gap="medium")  # wraps where the column is narrow (projector mode)
     for name, value in (
         ("logit_sd_scaled", scaled.logit_std),
         ("logit_sd_unscaled", unscaled.logit_std),

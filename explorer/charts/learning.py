@@ -13,9 +13,14 @@ from collections.abc import Mapping
 import altair as alt
 import pandas as pd
 
-from explorer.charts.common import HEIGHT, named_color
+from explorer.charts.common import HEIGHT, SERIES_COLORS, label_expr, named_color
 
 RIGHT = "right"  # tables.learning.RIGHT: the panel of the right alignment
+VARIANCE_COLORS = {
+    "untrained": "#7570b3",
+    "trained_scaled": SERIES_COLORS["scaled"],
+    "trained_unscaled": SERIES_COLORS["unscaled"],
+}
 
 
 def attention_panels(cells: pd.DataFrame, text: Mapping[str, str]):
@@ -35,7 +40,13 @@ def attention_panels(cells: pd.DataFrame, text: Mapping[str, str]):
         .mark_rect(stroke="white", strokeWidth=0.3)
         .encode(
             x=alt.X("k_label:O", sort=k_order, title=text["key"], axis=alt.Axis(labelAngle=-45, labelOverlap=False)),
-            y=alt.Y("q_label:O", sort=q_order, title=text["query"], axis=alt.Axis(labelOverlap=False)),
+            # one query row (recall): its axis title would be taller than the map and run into the next one
+            y=alt.Y(
+                "q_label:O",
+                sort=q_order,
+                title=text["query"] if len(q_order) > 2 else None,
+                axis=alt.Axis(labelOverlap=False),
+            ),
             color=alt.Color("weight:Q", scale=alt.Scale(scheme="blues", domain=[0, 1]), title=text["weight"]),
             tooltip=[
                 alt.Tooltip("q_label:N", title=text["query"]),
@@ -152,7 +163,12 @@ def variance_vs_d_k(df: pd.DataFrame, d_k: int, text: Mapping[str, str], names: 
         .encode(
             x=x,
             y=alt.Y("empirical:Q", scale=alt.Scale(type="log")),
-            color=named_color("series", names, text["legend"]),
+            color=alt.Color(  # the trained runs in the colours the other charts give scaled and unscaled
+                "series:N",
+                title=text["legend"],
+                scale=alt.Scale(domain=list(VARIANCE_COLORS), range=list(VARIANCE_COLORS.values())),
+                legend=alt.Legend(labelExpr=label_expr(names)),
+            ),
             shape=alt.Shape("series:N", legend=None),
             tooltip=[
                 alt.Tooltip("series:N", title=text["legend"]),
