@@ -229,18 +229,19 @@ with left:
                 icon=":material/check_circle:",
             )
         first, last = result.snapshots[0].step, result.snapshots[-1].step
+        run_id = (*key, f.step)  # a run cut short by the time budget is not the full run of the same settings
         buttons = st.container(horizontal=True, gap="small")
         buttons.button(
             t("learning.controls.play"),
             key="learn_play",
             on_click=play,
-            args=(key, first, last),
+            args=(run_id, first, last),
             icon=":material/play_arrow:",
         )
         buttons.button(t("learning.controls.pause"), key="learn_pause", on_click=pause, icon=":material/pause:")
-        playing = st.session_state.get(PLAYING) == key
+        playing = st.session_state.get(PLAYING) == run_id
         with friendly_errors(t("learning.sections.snapshots")):
-            st.fragment(snapshot_section, run_every=PLAY_S if playing else None)(result, key)
+            st.fragment(snapshot_section, run_every=PLAY_S if playing else None)(result, run_id)
 
 with friendly_errors(t("learning.sections.own")):
     own_input_section(result if result is not None else untrained_run(*settings))

@@ -186,7 +186,8 @@ with friendly_errors(t("learning_scale.sections.training")):
         elif run.stopped:
             stopped_text = t("learning.budget_hit", step=run.final.step, seconds=BUDGET_S)
             st.warning(f"**{names[name]}**: " + stopped_text, icon=":material/timer_off:")
-    df, summary = run_frames(both, key)
+    run_id = (*key, both.scaled.final.step, both.unscaled.final.step)  # a run cut short differs from a full one
+    df, summary = run_frames(both, run_id)
     st.success(verdict(summary), icon=":material/insights:")
     panels = [
         ("train_loss", False, "loss"),
@@ -199,10 +200,10 @@ with friendly_errors(t("learning_scale.sections.training")):
     columns = st.columns(2)
     for i, (column, log, text_key) in enumerate(panels):
         text = td(f"learning_scale.charts.{text_key}") | td("learning_scale.charts.common")
-        figure = spec_of(charts.two_runs, df, column, text, names, log=log, data_key=(key, column))
+        figure = spec_of(charts.two_runs, df, column, text, names, log=log, data_key=(run_id, column))
         chart(figure, df[["step", "series", column]], f"scale_{column}", where=columns[i % 2])
     text = td("learning_scale.charts.grad") | td("learning_scale.charts.common")
-    figure = spec_of(charts.gradient_norms, df, text, names, data_key=(key, "grad"))
+    figure = spec_of(charts.gradient_norms, df, text, names, data_key=(run_id, "grad"))
     chart(figure, df[["step", "series", "grad_norm_q", "grad_norm_k"]], "scale_grad_norms")
     st.caption(t("learning_scale.grad_caption"))
     st.markdown(t("learning_scale.summary_heading"))
