@@ -9,6 +9,8 @@ import re
 
 from app_helpers import assert_clean, metric, open_link
 
+from explorer.tables import learning as tables
+
 PAGE = "views/learning.py"
 SCALE = "views/learning_scale.py"
 TINY = {"learn_d_model": "16", "learn_steps": "20"}
@@ -122,3 +124,12 @@ def test_scale_page_relationship_scaled_learns_unscaled_stalls():
     first = {r["series"]: r for r in summary.to_dict("records")}
     ratio = first["unscaled (q·k)"]["init_logit_std"] / first["scaled (q·k/√d_k)"]["init_logit_std"]
     assert math.isclose(ratio, math.sqrt(64), rel_tol=1e-4)
+
+
+def test_a_run_cut_short_by_the_time_budget_is_shown_but_not_shared(monkeypatch):
+    monkeypatch.setattr(tables, "TIME_BUDGET_S", 0.0)  # every step is past the budget: it stops at step 0
+    at = train(open_link(PAGE, {**TINY, "seed": "107"}))
+    assert any("time budget of 0 s ran out" in w.value for w in at.warning)
+    assert at.select_slider(key="learn_snapshot").options == ["0"]
+    other = open_link(PAGE, {**TINY, "seed": "107"})  # another student: the shelf holds no run of these settings
+    assert any("before any training" in i.value for i in other.info)
