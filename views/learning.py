@@ -92,6 +92,18 @@ def snapshot_section(result, key) -> None:
     chart(spec, df[["step", *SCORES]], "learning_accuracy")
 
 
+def read_input(result, text: str):
+    """(the model's answer, None), or (None, what is wrong, as safe Markdown in the viewer's language)."""
+    problem = tables.input_problem(result.config, text)
+    if problem is not None:
+        kind, fields = problem
+        return None, t(f"learning.own.problems.{kind}", **{k: literal(v) for k, v in fields.items()})
+    try:
+        return tables.own_input(result, text), None
+    except ValueError as err:  # the task's own rules (recall's distinct keys, say): attn_core's words, escaped
+        return None, literal(err)
+
+
 def own_input_section(result) -> None:
     cfg = result.config
     st.subheader(t("learning.sections.own"))
@@ -109,14 +121,11 @@ def own_input_section(result) -> None:
     st.code(example, language=None)
     if not text.strip():
         return
-    try:
-        table, attention, alignment = tables.own_input(result, text)
-    except ValueError as err:  # said in the viewer's language, with the library's detail shown as typed text
-        st.warning(
-            t("learning.own.bad", n=result.task.input_len, words=words) + " " + literal(err),
-            icon=":material/error:",
-        )
+    answer, problem = read_input(result, text)
+    if answer is None:
+        st.warning(t("learning.own.bad", n=result.task.input_len, words=words) + " " + problem, icon=":material/error:")
         return
+    table, attention, alignment = answer
     left, right = st.columns([2, 3])
     right_count = int(table["right"].sum())
     left.markdown(t("learning.own.score", right=right_count, n=len(table)))

@@ -15,7 +15,7 @@ import torch
 
 from attn_core._checks import check_int
 from attn_core.learn import LearnConfig, TrainResult, make_task, predict, train
-from attn_core.learn.tasks import BLANK, SOURCE_ROLES, TARGET_ROLES
+from attn_core.learn.tasks import BLANK, SOURCE_ROLES, TARGET_ROLES, parse_tokens
 from attn_core.learn.train import MAX_STEPS, build_task
 
 TASKS = ("reverse", "reorder", "copy_offset", "recall")
@@ -207,6 +207,25 @@ def example_input(cfg: LearnConfig) -> str:
 
 def task_words(cfg: LearnConfig) -> str:
     return build_task(cfg).words()
+
+
+def input_problem(cfg: LearnConfig, text: str) -> tuple[str, dict] | None:
+    """What keeps a typed input from the task, as (problem, fields) for the page to word, or None.
+
+    Problems: "chars" (not words of letters and digits), "count" (n expected, got), "unknown" (token). The
+    task's own rules beyond these (recall's distinct keys, say) are left to attn_core's ValueError.
+    """
+    task = build_task(cfg)
+    try:
+        tokens = parse_tokens(text)
+    except ValueError:
+        return "chars", {}
+    if len(tokens) != task.input_len:
+        return "count", {"n": task.input_len, "got": len(tokens)}
+    unknown = next((w for w in tokens if w not in task.index or w == BLANK), None)
+    if unknown is not None:
+        return "unknown", {"token": unknown[:20]}
+    return None
 
 
 def own_input(result: TrainResult, text: str) -> tuple[pd.DataFrame, dict[str, torch.Tensor], torch.Tensor]:

@@ -57,10 +57,14 @@ def test_train_tiny_move_the_snapshot_slider_and_type_inputs():
     at.text_input(key="learn_input").input(hostile).run()
     assert_clean(at)
     warning = next(w.value for w in at.warning if "cannot read this input" in w.value)
-    assert "\\<img" in warning and "\\]\\(" in warning and "\\*\\*b" in warning  # shown as typed, escaped
-    assert not re.search(r"(?<!\\)[<*\[]", warning.split("got", 1)[1])
+    assert "Use only letters and digits" in warning and not re.search(r"img|http|\*\*b", warning)  # not echoed
     at.text_input(key="learn_input").input("a b c").run()  # the wrong length
-    assert any("exactly 8 tokens" in w.value for w in at.warning)
+    assert any("It has 3 tokens instead of 8." in w.value for w in at.warning)
+    at.text_input(key="learn_input").input("a b c d e f g zz").run()  # a word the task does not know
+    assert any("“zz” is not one of them." in w.value for w in at.warning)
+    at.session_state["lang"] = "zh"
+    at.run()
+    assert any("“zz”不在其中" in w.value for w in at.warning)
 
 
 def test_a_trained_run_is_shared_with_the_next_student():
