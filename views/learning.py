@@ -20,7 +20,7 @@ task_names = td("learning.tasks")
 metric_names = td("learning.metrics")
 
 
-@st.cache_resource(max_entries=16, show_spinner=False)
+@st.cache_resource(max_entries=8, show_spinner=False)  # a model of d_model 256 and 2 layers holds ~4 MB
 def untrained_run(task, d_model, heads, layers, lr, steps, scaled, seed_value):
     """The model as initialised (one forward and backward, no update): cheap, shared by the server, read-only."""
     return tables.untrained(tables.learn_config(task, d_model, heads, layers, lr, steps, scaled, seed_value))
