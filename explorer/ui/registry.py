@@ -32,6 +32,8 @@ PAGES: tuple[PageInfo, ...] = (
     PageInfo("views/multihead.py", ":material/view_module:", "masks"),
     PageInfo("views/flash_walkthrough.py", ":material/view_comfy:", "efficiency"),
     PageInfo("views/scaling.py", ":material/speed:", "efficiency"),
+    PageInfo("views/learning.py", ":material/model_training:", "learning"),
+    PageInfo("views/learning_scale.py", ":material/trending_down:", "learning"),
 )
 
 SECTIONS: tuple[str, ...] = tuple(dict.fromkeys(p.section for p in PAGES))

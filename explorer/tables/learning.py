@@ -1,0 +1,300 @@
+"""Tables for "Watch attention learn" and "√d_k under training": settings checked, runs laid out as tidy DataFrames.
+
+Training itself is attn_core.learn's; this module builds the configs the pages may ask for (within a work cap
+smaller than the library's), and turns a TrainResult's snapshots into rows: curves over steps, attention
+heatmap cells per head beside the right alignment, the model's answer to one typed input.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import pandas as pd
+import torch
+
+from attn_core._checks import check_int
+from attn_core.learn import LearnConfig, TrainResult, make_task, predict, train
+from attn_core.learn.tasks import BLANK, SOURCE_ROLES, TARGET_ROLES, parse_tokens
+from attn_core.learn.train import MAX_STEPS, build_task
+
+TASKS = ("reverse", "reorder", "copy_offset", "recall")
+D_MODELS = (16, 32, 64, 128, 256)
+HEADS = (1, 2, 4)
+LAYERS = (1, 2)
+AUTO = "auto"
+LRS = (AUTO, 0.001, 0.003, 0.01, 0.03, 0.1)
+STEPS = (20, 50, 100, 200, 300, 500, 1000)
+D_KS = (8, 16, 32, 64, 128, 256)
+INIT_SCALES = (0.5, 1.0, 2.0, 4.0)
+SCALE_STEPS = (20, 60, 100, 200, 300)
+SNAPSHOTS = 30
+# The pages' cap on one run's work, in the library's flop estimate (the library allows 2e12). Measured on one
+# core (shared machine): reverse at d_model 64, 300 steps (6e10) 3.7 s; at d_model 256, 100 steps (3.2e11) 4.8 s.
+# 1e12 is then some 15 s, d_model 256 for 300 steps; the √d_k page trains two such runs per click.
+PAGE_MAX_WORK = 1e12
+TIME_BUDGET_S = 60.0  # wall-clock: a run still going after this stops and shows what it learned so far
+RIGHT = "right"  # the panel of the right alignment beside the heads'
+
+
+def work(cfg: LearnConfig) -> float:
+    """The library's flop estimate of one run (attn_core.learn.train._validate's), for the page's own cap."""
+    task = build_task(cfg)
+    n = task.source_len + task.target_len
+    layers = cfg.layers + cfg.encoder_layers
+    return 6 * cfg.steps * cfg.batch_size * n * layers * (4 + 2 * cfg.mlp_ratio) * cfg.d_model**2
+
+
+class TooMuchWork(ValueError):
+    """Settings beyond the page's budget; `factor` says how far."""
+
+    def __init__(self, factor: float):
+        super().__init__(f"the settings ask for {factor:.1f} x the page's budget of work")
+        self.factor = factor
+
+
+def learn_config(task: str, d_model: int, heads: int, layers: int, lr, steps: int, scaled: bool, seed: int):
+    """The resolved config of the learning page's controls; ValueError (TooMuchWork) beyond the page's budget."""
+    cfg = LearnConfig(
+        task=task,
+        d_model=d_model,
+        num_heads=heads,
+        layers=layers,
+        lr=None if lr == AUTO else float(lr),
+        steps=steps,
+        scaled=scaled,
+        snapshots=SNAPSHOTS,
+        seed=seed,
+    )
+    return _within_budget(cfg)
+
+
+def scale_config(task: str, d_k: int, init_scale: float, steps: int, seed: int) -> LearnConfig:
+    """The config of the √d_k page: one head of width d_k, scaled (compare_scaling trains both)."""
+    cfg = LearnConfig(task=task, d_model=d_k, init_scale=init_scale, steps=steps, snapshots=SNAPSHOTS, seed=seed)
+    return _within_budget(cfg)  # each of the two runs
+
+
+def _within_budget(cfg: LearnConfig) -> LearnConfig:
+    """cfg resolved, after checking the page's cap (before the library's larger one, whose message is generic)."""
+    steps = check_int("steps", cfg.steps, minimum=1, maximum=MAX_STEPS)
+    estimate = work(replace(cfg, steps=1).resolved()) * steps
+    if estimate > PAGE_MAX_WORK:
+        raise TooMuchWork(estimate / PAGE_MAX_WORK)
+    return cfg.resolved()
+
+
+def untrained(cfg: LearnConfig) -> TrainResult:
+    """The model at initialisation with its step-0 snapshot: one batch forward and backward, no update."""
+    return train(cfg, keep_going=lambda step: step < 0)
+
+
+def curves(result: TrainResult, series: str = "") -> pd.DataFrame:
+    """One row per snapshot: step, the losses, accuracies, alignment mass and the √d_k page's statistics."""
+    columns = [
+        "train_loss",
+        "heldout_loss",
+        "train_accuracy",
+        "heldout_accuracy",
+        "best_alignment_mass",
+        "entropy",
+        "max_weight",
+        "grad_norm_q",
+        "grad_norm_k",
+        "qk_var",
+        "qk_var_iid",
+        "logit_std",
+    ]
+    df = pd.DataFrame({"step": result.curve("step"), **{c: result.curve(c) for c in columns}})
+    return df.assign(series=series) if series else df
+
+
+def long_curves(df: pd.DataFrame, columns: list[str], id_columns=("step",)) -> pd.DataFrame:
+    """curves() melted to step, metric, value (NaN rows dropped: a window with no finite step)."""
+    out = df.melt(id_vars=list(id_columns), value_vars=columns, var_name="metric", value_name="value")
+    return out.dropna(subset=["value"]).reset_index(drop=True)
+
+
+def probe_example(cfg: LearnConfig):
+    """The first sequence of the run's held-out probe batch (train_iter draws it from seed + 2): source, alignment."""
+    task = build_task(cfg)
+    probe = task.sample(cfg.eval_size, torch.Generator().manual_seed(cfg.seed + 2), "heldout")
+    return probe.source[0], probe.query[0], probe.alignment[0]
+
+
+def axis_labels(cfg: LearnConfig) -> tuple[list[str], list[str]]:
+    """Labels of the source (keys) and target (queries) positions in the heatmaps."""
+    task = build_task(cfg)
+    if cfg.task == "reorder":
+        return [f"{i} {r}" for i, r in enumerate(SOURCE_ROLES)], [f"{i} {r}" for i, r in enumerate(TARGET_ROLES)]
+    if cfg.task == "recall":
+        source, query, _ = probe_example(cfg)
+        words = task.decode(source)
+        return [f"{i} {w}" for i, w in enumerate(words)], [f"0 {task.decode(query)[0]}?"]
+    return [f"x{i}" for i in range(task.source_len)], [f"y{i}" for i in range(task.target_len)]
+
+
+def uses_example(cfg: LearnConfig) -> bool:
+    """Recall's right alignment differs per sequence: its maps show one held-out sequence, not the average."""
+    return cfg.task == "recall"
+
+
+def right_alignment(cfg: LearnConfig) -> torch.Tensor:
+    """(n_t, n_s): the alignment a trained model should find (fixed for the permutations; recall: the example's)."""
+    if uses_example(cfg):
+        return probe_example(cfg)[2]
+    task = build_task(cfg)
+    source = torch.zeros(1, task.source_len, dtype=torch.long)
+    return task.label(source, task.blank_query(1)).alignment[0]
+
+
+def attention_cells(
+    weights: dict[str, torch.Tensor], cfg: LearnConfig, name: str, alignment: torch.Tensor | None
+) -> pd.DataFrame:
+    """Heatmap cells of one attention (H, n_q, n_k) per head, plus the right alignment as one more panel.
+
+    Columns: panel ("1".."H" or RIGHT), query, key, q_label, k_label, weight.
+    """
+    keys, queries = axis_labels(cfg)
+    if name.startswith("self"):  # the source attending to itself: both axes are source positions
+        queries = keys
+    mats = [(str(h + 1), w) for h, w in enumerate(weights[name])]
+    if alignment is not None and name.startswith("cross"):
+        mats.append((RIGHT, alignment))
+    rows = []
+    for panel, m in mats:
+        n_q, n_k = m.shape
+        q, k = torch.meshgrid(torch.arange(n_q), torch.arange(n_k), indexing="ij")
+        rows.append(
+            pd.DataFrame(
+                {
+                    "panel": panel,
+                    "query": q.flatten().numpy(),
+                    "key": k.flatten().numpy(),
+                    "q_label": [queries[i] for i in q.flatten().tolist()],
+                    "k_label": [keys[j] for j in k.flatten().tolist()],
+                    "weight": m.flatten().double().numpy(),
+                }
+            )
+        )
+    return pd.concat(rows, ignore_index=True)
+
+
+def snapshot_weights(result: TrainResult, index: int) -> dict[str, torch.Tensor]:
+    """The attention maps a page shows at snapshot `index`: the probe average, or recall's example sequence."""
+    snap = result.snapshots[index]
+    return snap.example_attention if uses_example(result.config) else snap.attention
+
+
+def snapshot_row(result: TrainResult, index: int) -> dict[str, float]:
+    s = result.snapshots[index]
+    return {
+        "step": s.step,
+        "heldout_accuracy": s.heldout_accuracy,
+        "alignment_mass": s.best_alignment_mass,
+        "heldout_loss": s.heldout_loss,
+        "entropy": s.entropy,
+    }
+
+
+def example_input(cfg: LearnConfig) -> str:
+    """A valid input for the task, as a student would type it (the probe's first held-out sequence)."""
+    task = build_task(cfg)
+    source, query, _ = probe_example(cfg)
+    words = task.decode(source) + (task.decode(query) if cfg.task == "recall" else [])
+    return " ".join(words)
+
+
+def task_words(cfg: LearnConfig) -> str:
+    return build_task(cfg).words()
+
+
+def input_problem(cfg: LearnConfig, text: str) -> tuple[str, dict] | None:
+    """What keeps a typed input from the task, as (problem, fields) for the page to word, or None.
+
+    Problems: "chars" (not words of letters and digits), "count" (n expected, got), "unknown" (token). The
+    task's own rules beyond these (recall's distinct keys, say) are left to attn_core's ValueError.
+    """
+    task = build_task(cfg)
+    try:
+        tokens = parse_tokens(text)
+    except ValueError:
+        return "chars", {}
+    if len(tokens) != task.input_len:
+        return "count", {"n": task.input_len, "got": len(tokens)}
+    unknown = next((w for w in tokens if w not in task.index or w == BLANK), None)
+    if unknown is not None:
+        return "unknown", {"token": unknown[:20]}
+    return None
+
+
+def own_input(result: TrainResult, text: str) -> tuple[pd.DataFrame, dict[str, torch.Tensor], torch.Tensor]:
+    """The trained model on one typed input: (answer table, attention {name: (H, n_q, n_k)}, right alignment).
+
+    The table has position, expected, answer, right. ValueError (from attn_core) on input the task cannot read.
+    """
+    p = predict(result, text)
+    task = result.task
+    expected = task.decode(p.expected)
+    table = pd.DataFrame(
+        {
+            "position": range(len(p.words)),
+            "expected": expected,
+            "answer": p.words,
+            "right": [a == e for a, e in zip(p.words, expected, strict=True)],
+        }
+    )
+    return table, p.attention, p.alignment
+
+
+def own_labels(result: TrainResult, text: str) -> tuple[list[str], list[str]]:
+    """Axis labels of a typed input: the source words by position, the target positions (recall: the query)."""
+    task = result.task
+    source, query = task.encode(text)
+    keys = [f"{i} {w}" for i, w in enumerate(task.decode(source[0]))]
+    if result.config.task == "recall":
+        return keys, [f"0 {task.decode(query[0])[0]}?"]
+    if result.config.task == "reorder":
+        return keys, [f"{i} {r}" for i, r in enumerate(TARGET_ROLES)]
+    return keys, [f"y{i}" for i in range(task.target_len)]
+
+
+def own_cells(result: TrainResult, text: str, attention, alignment) -> pd.DataFrame:
+    """attention_cells for a typed input, labelled with its words."""
+    keys, queries = own_labels(result, text)
+    rows = []
+    for panel, m in [(str(h + 1), w) for h, w in enumerate(attention["cross1"])] + [(RIGHT, alignment)]:
+        for i in range(m.shape[0]):
+            for j in range(m.shape[1]):
+                rows.append((panel, i, j, queries[i], keys[j], float(m[i, j])))
+    return pd.DataFrame(rows, columns=["panel", "query", "key", "q_label", "k_label", "weight"])
+
+
+def chance_loss(cfg: LearnConfig) -> float:
+    """ln(number of answers): the loss of a model that guesses uniformly among the task's symbols."""
+    task = make_task(cfg.task, length=cfg.length, vocab_size=cfg.vocab_size, offset=cfg.offset)
+    answers = sum(1 for t in task.vocab if t != BLANK)
+    if cfg.task == "recall":
+        answers = task.n_values
+    return math.log(answers)
+
+
+def scale_summary(scaled: TrainResult, unscaled: TrainResult) -> pd.DataFrame:
+    """Step 0, about a tenth of the way, and the end of both runs (attn_core.learn.run_summary), one row each."""
+    from attn_core.learn import run_summary
+
+    rows = [{"series": "scaled", **run_summary(scaled)}, {"series": "unscaled", **run_summary(unscaled)}]
+    return pd.DataFrame(rows)
+
+
+def init_variance(d_ks: tuple[int, ...], init_scale: float, task: str, seed: int) -> pd.DataFrame:
+    """Var(q·k) of the untrained model's cross-attention against d_k, beside the i.i.d. prediction d_k init_scale⁴.
+
+    Cheap: one forward and backward per d_k, no update. Columns d_k, empirical, iid, theory.
+    """
+    rows = []
+    for d_k in d_ks:
+        cfg = LearnConfig(task=task, d_model=d_k, init_scale=init_scale, steps=1, snapshots=2, seed=seed)
+        s = untrained(cfg).snapshots[0]
+        rows.append({"d_k": d_k, "empirical": s.qk_var, "iid": s.qk_var_iid, "theory": d_k * init_scale**4})
+    return pd.DataFrame(rows)

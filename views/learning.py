@@ -1,0 +1,256 @@
+import streamlit as st
+
+from attn_core.learn import train
+from explorer.charts import learning as charts
+from explorer.tables import learning as tables
+from explorer.ui import state as controls
+from explorer.ui import training
+from explorer.ui.frame import chart, formula, friendly_errors, header, literal, notice, predict_first, seed, spec_of
+from explorer.ui.i18n import t, td, tl
+
+MAX_INPUT = 120  # characters: 17 tokens of recall's longest words with room to spare
+PLAY_S = 0.8  # seconds per snapshot while playing
+SNAP = "learn_snapshot"
+PLAYING = "_learn_playing"  # the key of the run being played, while its animation runs
+KEPT = "_learn_kept"  # (key, result) of this session's last run cut short by the time budget (not shared)
+LOSSES = ["train_loss", "heldout_loss"]
+SCORES = ["train_accuracy", "heldout_accuracy", "best_alignment_mass"]
+
+task_names = td("learning.tasks")
+metric_names = td("learning.metrics")
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)  # a model of d_model 256 and 2 layers holds ~4 MB
+def untrained_run(task, d_model, heads, layers, lr, steps, scaled, seed_value):
+    """The model as initialised (one forward and backward, no update): cheap, shared by the server, read-only."""
+    return tables.untrained(tables.learn_config(task, d_model, heads, layers, lr, steps, scaled, seed_value))
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def curve_frames(_result, key):
+    df = tables.curves(_result)
+    return df, tables.long_curves(df, LOSSES), tables.long_curves(df, SCORES)
+
+
+def play(key, first_step, last_step) -> None:
+    """on_click of Play: animate from the first snapshot when the slider stands at the last one."""
+    st.session_state[PLAYING] = key
+    if st.session_state.get(SNAP) == last_step:
+        st.session_state[SNAP] = first_step
+
+
+def pause() -> None:
+    st.session_state.pop(PLAYING, None)
+
+
+def attention_maps(result, index, key, where=st) -> None:
+    """The attention maps of snapshot `index`, one chart per attention, heads side by side with the right alignment."""
+    cfg = result.config
+    weights = tables.snapshot_weights(result, index)
+    alignment = tables.right_alignment(cfg)
+    for name in sorted(weights, key=lambda n: (n.startswith("cross"), n)):
+        cells = tables.attention_cells(weights, cfg, name, alignment)
+        kind = "cross" if name.startswith("cross") else "self"
+        text = td("learning.charts.maps") | {"title": t(f"learning.charts.maps.title_{kind}", layer=name[-1])}
+        if kind == "self":
+            text |= {"query": t("learning.charts.maps.key")}
+        figure = spec_of(charts.attention_panels, cells, text, data_key=(key, index, name))
+        chart(figure, cells, f"learning_attention_{name}", where=where)
+
+
+def snapshot_section(result, key) -> None:
+    """The snapshot slider, the maps and curves at that snapshot; while playing, one step further every PLAY_S."""
+    steps = [s.step for s in result.snapshots]
+    if st.session_state.get(SNAP) not in steps:
+        st.session_state[SNAP] = steps[-1]
+    if st.session_state.get(PLAYING) == key:
+        i = steps.index(st.session_state[SNAP])
+        st.session_state[SNAP] = steps[min(i + 1, len(steps) - 1)]
+        if i + 2 >= len(steps):  # the last snapshot: stop the clock (a full rerun drops run_every)
+            st.session_state.pop(PLAYING, None)
+            st.rerun()
+    step = controls.select_slider(
+        t("learning.controls.snapshot"), steps, steps[-1], key=SNAP, help=t("learning.controls.snapshot_help")
+    )
+    index = steps.index(step)
+    snap = result.snapshots[index]
+    row = st.container(horizontal=True, gap="medium")  # wraps where the column is narrow (projector mode)
+    row.metric(t("learning.metrics.step"), f"{snap.step}", width="content")
+    row.metric(metric_names["heldout_accuracy"], f"{snap.heldout_accuracy:.1%}", width="content")
+    mass = f"{snap.best_alignment_mass:.2f}"
+    row.metric(metric_names["best_alignment_mass"], mass, help=t("learning.mass_help"), width="content")
+    row.metric(t("learning.metrics.entropy"), f"{snap.entropy:.2f}", help=t("learning.entropy_help"), width="content")
+    attention_maps(result, index, key)
+    df, losses, scores = curve_frames(result, key)
+    loss_text = td("learning.charts.loss", chance=tables.chance_loss(result.config))
+    accuracy_text = td("learning.charts.accuracy")
+    names = {k: metric_names[k] for k in LOSSES}
+    spec = spec_of(charts.training_curves, losses, step, loss_text, names, unit_interval=False, data_key=(key, 1))
+    chart(spec, df[["step", *LOSSES]], "learning_loss")
+    names = {k: metric_names[k] for k in SCORES}
+    spec = spec_of(charts.training_curves, scores, step, accuracy_text, names, unit_interval=True, data_key=(key, 2))
+    chart(spec, df[["step", *SCORES]], "learning_accuracy")
+
+
+def read_input(result, text: str):
+    """(the model's answer, None), or (None, what is wrong, as safe Markdown in the viewer's language)."""
+    problem = tables.input_problem(result.config, text)
+    if problem is not None:
+        kind, fields = problem
+        return None, t(f"learning.own.problems.{kind}", **{k: literal(v) for k, v in fields.items()})
+    try:
+        return tables.own_input(result, text), None
+    except ValueError as err:  # the task's own rules (recall's distinct keys, say): attn_core's words, escaped
+        return None, literal(err)
+
+
+def own_input_section(result) -> None:
+    cfg = result.config
+    st.subheader(t("learning.sections.own"))
+    words = tables.task_words(cfg)
+    example = tables.example_input(cfg)
+    text = controls.text_input(
+        t("learning.controls.own", n=result.task.input_len),
+        "",
+        max_chars=MAX_INPUT,
+        key="learn_input",
+        placeholder=example,
+        help=t(f"learning.own.format_{cfg.task}", words=words),
+    )
+    st.caption(t(f"learning.own.format_{cfg.task}", words=words) + " " + t("learning.own.example"))
+    st.code(example, language=None)
+    if not text.strip():
+        return
+    answer, problem = read_input(result, text)
+    if answer is None:
+        st.warning(t("learning.own.bad", n=result.task.input_len, words=words) + " " + problem, icon=":material/error:")
+        return
+    table, attention, alignment = answer
+    left, right = st.columns([2, 3])
+    right_count = int(table["right"].sum())
+    left.markdown(t("learning.own.score", right=right_count, n=len(table)))
+    left.dataframe(table, hide_index=True, column_config=td("learning.own.columns"))
+    cells = tables.own_cells(result, text, attention, alignment)
+    text_ = td("learning.charts.maps") | {"title": t("learning.charts.maps.title_own")}
+    chart(charts.attention_panels(cells, text_), cells, "learning_own_attention", where=right)
+
+
+header(t("learning.title"), t("learning.lede"))
+predict_first(t("learning.question"), t("learning.answer"))
+
+with st.container(border=True):
+    c1, c2, c3, c4 = st.columns([3, 3, 2, 2])
+    task = controls.selectbox(
+        t("learning.controls.task"),
+        list(tables.TASKS),
+        "reverse",
+        key="learn_task",
+        where=c1,
+        format_func=task_names.get,
+    )
+    d_model = controls.select_slider("d_model", list(tables.D_MODELS), 64, key="learn_d_model", where=c2)
+    heads = controls.select_slider(t("learning.controls.heads"), list(tables.HEADS), 1, key="learn_heads", where=c3)
+    layers = controls.select_slider(t("learning.controls.layers"), list(tables.LAYERS), 1, key="learn_layers", where=c4)
+    c5, c6, c7, c8 = st.columns([3, 3, 2, 2], vertical_alignment="bottom")
+    lr = controls.select_slider(
+        t("learning.controls.lr"),
+        list(tables.LRS),
+        tables.AUTO,
+        key="learn_lr",
+        where=c5,
+        format_func=lambda v: t("learning.controls.lr_auto") if v == tables.AUTO else f"{v:g}",
+        help=t("learning.controls.lr_help"),
+    )
+    steps = controls.select_slider(t("learning.controls.steps"), list(tables.STEPS), 300, key="learn_steps", where=c6)
+    scaled = controls.toggle(
+        t("learning.controls.scaled"), True, key="learn_scaled", where=c7, help=t("learning.controls.scaled_help")
+    )
+    clicked = c8.button(
+        t("learning.controls.train"), type="primary", icon=":material/model_training:", key="learn_train"
+    )
+    st.caption(t(f"learning.summaries.{task}"))
+
+settings = (task, d_model, heads, layers, lr, steps, scaled, seed())
+key = ("learn", *settings)
+try:
+    cfg = tables.learn_config(*settings)
+except tables.TooMuchWork as err:
+    st.warning(t("learning.too_much", factor=err.factor), icon=":material/timer_off:")
+    st.stop()
+except ValueError as err:
+    st.warning(t("learning.bad_settings") + " " + literal(err), icon=":material/error:")
+    st.stop()
+
+result = training.results().get(key)
+kept = st.session_state.get(KEPT)
+if result is None and kept is not None and kept[0] == key:
+    result = kept[1]
+status = st.container()  # drawn on every run: what appears in it shifts nothing below
+if clicked:
+    with status, friendly_errors(t("learning.sections.training")):
+        result = (
+            training.train_in_slot(
+                key,
+                lambda **kw: train(cfg, **kw),
+                budget_s=tables.TIME_BUDGET_S,
+                stop_key="learn_stop",
+                where=status,
+                complete=lambda r: r.diverged or not r.stopped,
+            )
+            or result
+        )
+        if result is not None and result.stopped and not result.diverged:
+            st.session_state[KEPT] = (key, result)
+if training.was_stopped():
+    status.info(t("learning.stopped"), icon=":material/stop_circle:")
+
+left, right = st.columns([3, 2])
+with right:
+    formula(r"A=\mathrm{softmax}\!\Big(\frac{Q K^\top}{\sqrt{d_k}}\Big)")
+    formula(
+        r"\begin{aligned}Q&=\mathrm{LN}(E[u]+P)\,W_Q\\K&=\mathrm{LN}(E[x]+P)\,W_K\end{aligned}",
+        t("learning.formula_caption"),
+    )
+    formula(r"\mathcal{L}=-\frac{1}{n_t}\sum_i \log p_\theta(y_i\mid x)")
+    formula(r"m=\frac{1}{n_t}\sum_{i,j}A_{ij}\,A^\star_{ij}", t("learning.mass_caption"))
+    notice(tl("learning.notice"))
+with left:
+    if result is None:
+        with friendly_errors(t("learning.sections.untrained")):
+            st.info(t("learning.untrained"), icon=":material/info:")
+            start = untrained_run(*settings)
+            snap = start.snapshots[0]
+            m1, m2 = st.columns(2)
+            m1.metric(metric_names["heldout_accuracy"], f"{snap.heldout_accuracy:.1%}")
+            m2.metric(
+                metric_names["best_alignment_mass"], f"{snap.best_alignment_mass:.2f}", help=t("learning.mass_help")
+            )
+            attention_maps(start, 0, ("untrained", *settings))
+    else:
+        f = result.final
+        if result.diverged:
+            st.warning(t("learning.diverged", step=f.step), icon=":material/warning:")
+        elif result.stopped:
+            st.warning(t("learning.budget_hit", step=f.step, seconds=tables.TIME_BUDGET_S), icon=":material/timer_off:")
+        else:
+            st.success(
+                t("learning.trained", accuracy=f.heldout_accuracy, mass=f.best_alignment_mass, seconds=result.seconds),
+                icon=":material/check_circle:",
+            )
+        first, last = result.snapshots[0].step, result.snapshots[-1].step
+        run_id = (*key, f.step)  # a run cut short by the time budget is not the full run of the same settings
+        buttons = st.container(horizontal=True, gap="small")
+        buttons.button(
+            t("learning.controls.play"),
+            key="learn_play",
+            on_click=play,
+            args=(run_id, first, last),
+            icon=":material/play_arrow:",
+        )
+        buttons.button(t("learning.controls.pause"), key="learn_pause", on_click=pause, icon=":material/pause:")
+        playing = st.session_state.get(PLAYING) == run_id
+        with friendly_errors(t("learning.sections.snapshots")):
+            st.fragment(snapshot_section, run_every=PLAY_S if playing else None)(result, run_id)
+
+with friendly_errors(t("learning.sections.own")):
+    own_input_section(result if result is not None else untrained_run(*settings))

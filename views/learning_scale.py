@@ -1,0 +1,211 @@
+import math
+from dataclasses import replace
+
+import pandas as pd
+import streamlit as st
+
+from attn_core.learn import compare_scaling
+from explorer.charts import learning as charts
+from explorer.tables import learning as tables
+from explorer.ui import state as controls
+from explorer.ui import training
+from explorer.ui.frame import chart, formula, friendly_errors, header, literal, notice, predict_first, seed, spec_of
+from explorer.ui.i18n import t, td, tl
+
+BUDGET_S = 2 * tables.TIME_BUDGET_S  # two runs
+KEPT = "_scale_kept"
+SUMMARY = [
+    "series",
+    "init_logit_std",
+    "init_max_weight",
+    "init_grad_norm_q",
+    "early_step",
+    "early_loss",
+    "early_entropy",
+    "early_logit_std",
+    "early_grad_norm_q",
+    "steps_to_accuracy",
+    "final_accuracy",
+    "final_alignment_mass",
+    "final_logit_std",
+    "final_qk_var",
+]
+task_names = td("learning.tasks")
+names = td("learning_scale.series")
+init_variance = st.cache_data(max_entries=8, show_spinner=False)(tables.init_variance)
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def untrained_pair(task, d_k, init_scale, steps, seed_value):
+    """Both models at initialisation (identical weights; only the scale differs): step-0 snapshots, cheap."""
+    cfg = tables.scale_config(task, d_k, init_scale, steps, seed_value)
+    return tables.untrained(cfg).snapshots[0], tables.untrained(replace(cfg, scaled=False)).snapshots[0]
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def run_frames(_both, key):
+    df = pd.concat([tables.curves(_both.scaled, "scaled"), tables.curves(_both.unscaled, "unscaled")])
+    d_k = _both.scaled.config.d_k
+    return df.assign(qk_var_per_d_k=df["qk_var"] / d_k).reset_index(drop=True), tables.scale_summary(
+        _both.scaled, _both.unscaled
+    )
+
+
+def complete(both) -> bool:
+    return all(r.diverged or not r.stopped for r in (both.scaled, both.unscaled))
+
+
+def start_metrics(scaled, unscaled, d_k) -> None:
+    """Step 0: the same weights in both models, so the logits differ by exactly √d_k."""
+    ratio = unscaled.logit_std / scaled.logit_std
+    st.markdown(t("learning_scale.start_ratio", d_k=d_k, root=math.sqrt(d_k), ratio=ratio))
+    row = st.container(horizontal=True, gap="medium")  # wraps where the column is narrow (projector mode)
+    for name, value in (
+        ("logit_sd_scaled", scaled.logit_std),
+        ("logit_sd_unscaled", unscaled.logit_std),
+        ("max_weight_scaled", scaled.max_weight),
+        ("max_weight_unscaled", unscaled.max_weight),
+    ):
+        row.metric(t(f"learning_scale.metrics.{name}"), f"{value:.2f}", width="content")
+
+
+def verdict(summary: pd.DataFrame) -> str:
+    rows = summary.set_index("series")
+    parts = []
+    for series in ("scaled", "unscaled"):
+        hit = rows.loc[series, "steps_to_accuracy"]
+        when = t("learning_scale.never") if pd.isna(hit) else t("learning_scale.at_step", step=int(hit))
+        parts.append(
+            t(
+                "learning_scale.verdict_run",
+                run=names[series],
+                when=when,
+                accuracy=rows.loc[series, "final_accuracy"],
+                mass=rows.loc[series, "final_alignment_mass"],
+            )
+        )
+    return " ".join(parts)
+
+
+header(t("learning_scale.title"), t("learning_scale.lede"))
+predict_first(t("learning_scale.question"), t("learning_scale.answer"))
+
+with st.container(border=True):
+    c1, c2, c3, c4, c5 = st.columns([3, 3, 2, 2, 2], vertical_alignment="bottom")
+    task = controls.selectbox(
+        t("learning.controls.task"),
+        list(tables.TASKS),
+        "reverse",
+        key="scale_task",
+        where=c1,
+        format_func=task_names.get,
+    )
+    d_k = controls.select_slider("d_k", list(tables.D_KS), 64, key="scale_d_k", where=c2)
+    init_scale = controls.select_slider(
+        t("learning_scale.controls.init_scale"),
+        list(tables.INIT_SCALES),
+        2.0,
+        key="scale_init",
+        where=c3,
+        format_func=lambda v: f"{v:g}",
+        help=t("learning_scale.controls.init_scale_help"),
+    )
+    steps = controls.select_slider(
+        t("learning.controls.steps"), list(tables.SCALE_STEPS), 300, key="scale_steps", where=c4
+    )
+    clicked = c5.button(
+        t("learning_scale.controls.train"), type="primary", icon=":material/model_training:", key="scale_train"
+    )
+    st.caption(t("learning_scale.controls_caption"))
+
+settings = (task, d_k, init_scale, steps, seed())
+key = ("scale", *settings)
+try:
+    cfg = tables.scale_config(*settings)
+except tables.TooMuchWork as err:
+    st.warning(t("learning.too_much", factor=err.factor), icon=":material/timer_off:")
+    st.stop()
+except ValueError as err:
+    st.warning(t("learning.bad_settings") + " " + literal(err), icon=":material/error:")
+    st.stop()
+
+both = training.results().get(key)
+kept = st.session_state.get(KEPT)
+if both is None and kept is not None and kept[0] == key:
+    both = kept[1]
+status = st.container()  # drawn on every run: what appears in it shifts nothing below
+if clicked:
+    with status, friendly_errors(t("learning.sections.training")):
+        both = (
+            training.train_in_slot(
+                key,
+                lambda **kw: compare_scaling(cfg, **kw),
+                budget_s=BUDGET_S,
+                stop_key="scale_stop",
+                where=status,
+                complete=complete,
+            )
+            or both
+        )
+        if both is not None and not complete(both):
+            st.session_state[KEPT] = (key, both)
+if training.was_stopped():
+    status.info(t("learning.stopped"), icon=":material/stop_circle:")
+
+left, right = st.columns([3, 2])
+with right:
+    formula(r"\mathrm{Var}(q\cdot k)=d_k\,s^4\quad(\text{i.i.d.})")
+    formula(r"\mathrm{sd}\Big(\frac{q\cdot k}{\sqrt{d_k}}\Big)=s^2", t("learning_scale.formula_caption"))
+    formula(r"\frac{\partial p_i}{\partial z_j}=p_i(\delta_{ij}-p_j)\ \to\ 0", t("learning_scale.jacobian_caption"))
+    notice(tl("learning_scale.notice"))
+with left, friendly_errors(t("learning_scale.sections.start")):
+    st.subheader(t("learning_scale.sections.start"))
+    s0, u0 = untrained_pair(*settings)
+    start_metrics(s0, u0, d_k)
+    variance = init_variance(tables.D_KS, init_scale, task, seed()).assign(series="untrained")
+    if both is not None:
+        finals = [
+            {"d_k": d_k, "series": f"trained_{s}", "empirical": r.final.qk_var, "theory": d_k * init_scale**4}
+            for s, r in (("scaled", both.scaled), ("unscaled", both.unscaled))
+        ]
+        variance = pd.concat([variance, pd.DataFrame(finals)], ignore_index=True)
+    text = td("learning_scale.charts.variance", s=init_scale)
+    figure = spec_of(charts.variance_vs_d_k, variance, d_k, text, td("learning_scale.variance_series"))
+    chart(figure, variance, "scale_variance_vs_d_k")
+    st.caption(t("learning_scale.variance_caption"))
+
+if both is None:
+    st.info(t("learning_scale.untrained"), icon=":material/info:")
+    st.stop()
+
+with friendly_errors(t("learning_scale.sections.training")):
+    st.subheader(t("learning_scale.sections.training"))
+    for name, run in (("scaled", both.scaled), ("unscaled", both.unscaled)):
+        if run.diverged:
+            st.warning(f"**{names[name]}**: " + t("learning.diverged", step=run.final.step), icon=":material/warning:")
+        elif run.stopped:
+            stopped_text = t("learning.budget_hit", step=run.final.step, seconds=BUDGET_S)
+            st.warning(f"**{names[name]}**: " + stopped_text, icon=":material/timer_off:")
+    run_id = (*key, both.scaled.final.step, both.unscaled.final.step)  # a run cut short differs from a full one
+    df, summary = run_frames(both, run_id)
+    st.success(verdict(summary), icon=":material/insights:")
+    panels = [
+        ("train_loss", False, "loss"),
+        ("heldout_accuracy", False, "accuracy"),
+        ("entropy", False, "entropy"),
+        ("max_weight", False, "max_weight"),
+        ("logit_std", True, "logit_std"),
+        ("qk_var_per_d_k", True, "qk_var"),
+    ]
+    columns = st.columns(2)
+    for i, (column, log, text_key) in enumerate(panels):
+        text = td(f"learning_scale.charts.{text_key}") | td("learning_scale.charts.common")
+        figure = spec_of(charts.two_runs, df, column, text, names, log=log, data_key=(run_id, column))
+        chart(figure, df[["step", "series", column]], f"scale_{column}", where=columns[i % 2])
+    text = td("learning_scale.charts.grad") | td("learning_scale.charts.common")
+    figure = spec_of(charts.gradient_norms, df, text, names, data_key=(run_id, "grad"))
+    chart(figure, df[["step", "series", "grad_norm_q", "grad_norm_k"]], "scale_grad_norms")
+    st.caption(t("learning_scale.grad_caption"))
+    st.markdown(t("learning_scale.summary_heading"))
+    shown = summary[SUMMARY].assign(series=summary["series"].map(names))
+    st.dataframe(shown, hide_index=True, column_config=td("learning_scale.summary"))
