@@ -16,6 +16,7 @@ import torch
 from streamlit import dataframe_util
 
 from explorer.charts.common import to_spec
+from explorer.charts.projector import projected
 from explorer.ui import state
 from explorer.ui.i18n import LANGUAGES, browser_language, t
 from explorer.ui.registry import PAGES, PageInfo
@@ -29,27 +30,14 @@ PROJECTOR_CSS = """<style>
 html { font-size: 21px; }
 .stApp, .stApp p, .stApp li, .stApp label, .stApp h1, .stApp h2, .stApp h3 { color: #000 !important; }
 [data-testid="stCaptionContainer"], [data-testid="stCaptionContainer"] * { color: #111 !important; }
-</style>"""
-PROJECTOR_CHART = {
-    "axis": {
-        "labelFontSize": 17,
-        "titleFontSize": 19,
-        "labelColor": "#000",
-        "titleColor": "#000",
-        "domainColor": "#000",
-        "tickColor": "#000",
-        "domainWidth": 2,
-        "tickWidth": 2,
-        "gridColor": "#bbb",
-    },
-    "legend": {"labelFontSize": 17, "titleFontSize": 17, "symbolSize": 220, "labelColor": "#000"},
-    "title": {"fontSize": 21, "color": "#000", "subtitleFontSize": 17},
-    "header": {"labelFontSize": 17, "titleFontSize": 19},
-    "line": {"strokeWidth": 4},
-    "rule": {"strokeWidth": 3},
-    "point": {"size": 180, "strokeWidth": 3},
-    "text": {"fontSize": 17},
+[data-testid="stMainBlockContainer"] { padding-left: 1.5rem !important; padding-right: 1.5rem !important; }
+[data-testid="stMetricLabel"] *, [data-testid="stMetricValue"], [data-testid="stMetricValue"] *,
+[data-testid="stMetricDelta"], [data-testid="stMetricDelta"] *, [data-testid="stSidebarNavLink"] * {
+  white-space: normal !important; overflow: visible !important; text-overflow: clip !important;
 }
+[data-testid="stMetricDelta"] { height: auto !important; }
+[data-testid="stVegaLiteChart"] { overflow-x: auto; }
+</style>"""
 # Room above a chart's title: Vega places a title by its font size, while a Chinese title's glyphs (and any title
 # over a y-axis title longer than the plot) reach higher, and the top of the title was cut off.
 CHART_PADDING = {"top": 14, "bottom": 5, "left": 5, "right": 5}
@@ -102,13 +90,6 @@ def projector() -> bool:
     return bool(st.session_state.get("projector", False))
 
 
-def _projected(spec: dict) -> dict:
-    config = dict(spec.get("config", {}))
-    for part, settings in PROJECTOR_CHART.items():
-        config[part] = {**config.get(part, {}), **settings}
-    return {**spec, "config": config}
-
-
 def wire(figure) -> dict:
     """A chart as chart() hands it to Streamlit: a Vega-Lite dict whose datasets are already Arrow bytes.
 
@@ -132,22 +113,22 @@ def _json_data(spec: dict) -> dict:
     return {**spec, "datasets": rows} if datasets else spec
 
 
-def _build(builder: str, args: tuple, kwargs: dict, properties: dict) -> dict:
+def _build(builder: str, args: tuple, kwargs: dict, properties: dict, big: bool) -> dict:
     module, _, name = builder.rpartition(".")
     figure = getattr(importlib.import_module(module), name)(*args, **kwargs)
-    return wire(figure.properties(**properties) if properties else figure)
+    spec = wire(figure.properties(**properties) if properties else figure)
+    return projected(spec) if big else spec
 
 
 @st.cache_data(max_entries=256, show_spinner=False)
-def _built_spec(builder: str, args: tuple, kwargs: dict, properties: dict) -> dict:
-    return _build(builder, args, kwargs, properties)
+def _built_spec(builder: str, args: tuple, kwargs: dict, properties: dict, big: bool) -> dict:
+    return _build(builder, args, kwargs, properties, big)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def _built_from_key(builder: str, data_key: tuple, plain: tuple, kwargs: dict, properties: dict, _frames: tuple):
-    return _build(
-        builder, tuple(p if f is None else f for f, p in zip(_frames, plain, strict=True)), kwargs, properties
-    )
+def _built_from_key(builder: str, data_key: tuple, plain: tuple, kwargs: dict, properties: dict, big: bool, _frames):
+    args = tuple(p if f is None else f for f, p in zip(_frames, plain, strict=True))
+    return _build(builder, args, kwargs, properties, big)
 
 
 def spec_of(builder, *args, properties: dict | None = None, data_key: tuple | None = None, **kwargs) -> dict:
@@ -158,27 +139,29 @@ def spec_of(builder, *args, properties: dict | None = None, data_key: tuple | No
     arguments are plain values, DataFrames and text dicts (Streamlit hashes them). `properties` are set on the
     chart before it is turned into a dict (a height, say). Hashing a DataFrame of tens of thousands of rows costs
     more than the lookup saves: `data_key`, the plain parameters the frames were computed from, then stands in
-    for the DataFrame arguments (the caller promises that equal keys mean equal frames).
+    for the DataFrame arguments (the caller promises that equal keys mean equal frames). Projector mode is part
+    of the key: its variant is built and cached beside the plain one, never made by changing a cached dict.
     """
-    name, properties = f"{builder.__module__}.{builder.__name__}", properties or {}
+    name, properties, big = f"{builder.__module__}.{builder.__name__}", properties or {}, projector()
     if data_key is None:
-        return _built_spec(name, args, kwargs, properties)
+        return _built_spec(name, args, kwargs, properties, big)
     frames = tuple(a if isinstance(a, pd.DataFrame) else None for a in args)
     plain = tuple(None if isinstance(a, pd.DataFrame) else a for a in args)
-    return _built_from_key(name, data_key, plain, kwargs, properties, frames)
+    return _built_from_key(name, data_key, plain, kwargs, properties, big, frames)
 
 
 def chart(figure, data: pd.DataFrame | None, name: str, *, where=None, width="stretch") -> None:
     """Draw an Altair chart (or a cached Vega-Lite dict) and offer its data as CSV and the chart as SVG.
 
     `name` names the files and must be unique on the page. Streamlit's own chart menu offers PNG. Both
-    files are made only when the button is clicked. In projector mode the chart's type and marks grow.
+    files are made only when the button is clicked. In projector mode the chart's type, marks and fixed sizes grow
+    (explorer.charts.projector); a spec from spec_of arrives already projected, any other is projected here.
     """
     where = where or st
     spec = wire(figure)  # st.altair_chart would validate the chart and re-encode its data on every run
     spec = {"padding": CHART_PADDING, **spec}
     if projector():
-        spec = _projected(spec)
+        spec = projected(spec)
     where.vega_lite_chart(spec, width=width)
     row = where.container(horizontal=True, gap="small")
     if data is not None:

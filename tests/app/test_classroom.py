@@ -9,7 +9,8 @@ import pandas as pd
 from app_helpers import assert_clean, metric, open_link
 from streamlit.testing.v1 import AppTest
 
-from explorer.ui.frame import PROJECTOR_CHART, svg, wire
+from explorer.charts.projector import PROJECTOR_CHART
+from explorer.ui.frame import svg, wire
 from explorer.ui.registry import PAGES
 
 PAGE = "views/sqrt_dk.py"
