@@ -18,8 +18,9 @@ from streamlit import dataframe_util
 from explorer.charts.common import to_spec
 from explorer.charts.projector import projected
 from explorer.ui import state
+from explorer.ui.glossary import glossary_link
 from explorer.ui.i18n import LANGUAGES, browser_language, t
-from explorer.ui.registry import PAGES, PageInfo
+from explorer.ui.registry import LESSON, PageInfo
 
 DEFAULT_SEED = 0
 BROWSER = "browser"  # the teacher's language choice that leaves the language to each student's browser
@@ -59,8 +60,16 @@ def literal(text) -> str:
 
 
 def header(title: str, lede: str) -> None:
+    """The page's title and lede, and the link to the glossary at the terms the page uses."""
     st.title(title)
     st.markdown(lede)
+    glossary_link()
+
+
+def contents(entries: list[tuple[str, str]]) -> None:
+    """A long page's sections in one line at its top, each a link to its heading's anchor: (label, anchor) pairs."""
+    if len(entries) > 1:
+        st.markdown(f"**{t('common.frame.contents')}** " + " · ".join(f"[{literal(x)}](#{a})" for x, a in entries))
 
 
 def formula(latex: str, caption: str | None = None) -> None:
@@ -239,16 +248,16 @@ def page_title(info: PageInfo) -> str:
 
 def lesson_bar(current: PageInfo | None, *, bottom: bool = False) -> None:
     """In lesson mode: where the class is on the path through the pages, with the previous and next stops."""
-    if not st.session_state.get("lesson") or current is None:
+    if not st.session_state.get("lesson") or current not in LESSON:
         return
-    i = PAGES.index(current)
+    i = LESSON.index(current)
     with st.container(border=True):
         left, middle, right = st.columns([1, 3, 1], vertical_alignment="center")
         if i > 0:
-            left.page_link(PAGES[i - 1].path, label=t("common.lesson.previous"), icon=":material/arrow_back:")
-        middle.markdown(t("common.lesson.stop", i=i + 1, n=len(PAGES), title=page_title(current)))
-        if i + 1 < len(PAGES):
-            right.page_link(PAGES[i + 1].path, label=t("common.lesson.next"), icon=":material/arrow_forward:")
+            left.page_link(LESSON[i - 1].path, label=t("common.lesson.previous"), icon=":material/arrow_back:")
+        middle.markdown(t("common.lesson.stop", i=i + 1, n=len(LESSON), title=page_title(current)))
+        if i + 1 < len(LESSON):
+            right.page_link(LESSON[i + 1].path, label=t("common.lesson.next"), icon=":material/arrow_forward:")
         elif bottom:
             middle.caption(t("common.lesson.end"))
 

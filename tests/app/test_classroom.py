@@ -11,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 from explorer.charts.projector import PROJECTOR_CHART
 from explorer.ui.frame import svg, wire
-from explorer.ui.registry import PAGES
+from explorer.ui.registry import LESSON, PAGES
 
 PAGE = "views/sqrt_dk.py"
 
@@ -46,11 +46,12 @@ def test_a_hostile_hide_value_hides_nothing_and_says_so():
 def test_lesson_mode_walks_the_pages_in_teaching_order():
     at = open_link(PAGE, {"lesson": "true"})
     assert_clean(at)
-    i = [p.path for p in PAGES].index(PAGE)
+    i = [p.path for p in LESSON].index(PAGE)
     bars = [m.value for m in at.markdown if "**Lesson**" in m.value]
-    assert bars and f"stop {i + 1} of {len(PAGES)}" in bars[0]
-    links = [e.proto.page for e in at.get("page_link")]  # both bars: previous, next
-    assert links == [PAGES[i - 1].name, PAGES[i + 1].name] * 2
+    assert bars and f"stop {i + 1} of {len(LESSON)}" in bars[0]
+    links = [e.proto.page for e in at.get("page_link") if e.proto.page != "glossary"]  # both bars: previous, next
+    assert links == [LESSON[i - 1].name, LESSON[i + 1].name] * 2
+    assert len(LESSON) == len(PAGES) - 1  # every page but the glossary is a stop
     off = open_link(PAGE, {"lesson": "false"})
     assert not [m for m in off.markdown if "**Lesson**" in m.value]
 

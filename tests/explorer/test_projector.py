@@ -29,9 +29,7 @@ def _values(node, key):
 
 def _heatmap():
     n = 10  # more than 8 keys: the builder prints its numbers at 8 px
-    cells = pd.DataFrame(
-        [{"query": i, "key": j, "weight": 1 / n, "hidden": j > i} for i in range(n) for j in range(n)]
-    )
+    cells = pd.DataFrame([{"query": i, "key": j, "weight": 1 / n, "hidden": j > i} for i in range(n) for j in range(n)])
     text = {k: k for k in ("title", "x", "y", "legend", "cell", "hidden", "visible")}
     return to_spec(mask_charts.cell_heatmap(cells, "weight", text))
 
