@@ -7,6 +7,7 @@ from explorer.charts import worked_example as charts
 from explorer.tables import notes
 from explorer.tables import worked_example as tables
 from explorer.ui import state as controls
+from explorer.ui.claims import notes_about, readable
 from explorer.ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed, spec_of
 from explorer.ui.i18n import fill, t, td, tl
 
@@ -218,9 +219,11 @@ with friendly_errors(t("worked_example.sections.claims")):
         key="we_files",
         multi=True,
         where=f2,
+        format_func=lambda code: t(f"notes.short.{code}"),
         help=t("worked_example.controls.files_help"),
     )
     text = {part: td(f"notes.{part}") for part in ("claims", "where", "why", "verdicts")}
+    text["where"] = {key: readable(where) for key, where in text["where"].items()}
     shown_table = claims_shown(seed(), tuple(chosen or ()), tuple(files or ()), text)
     headers = td("notes.columns")
     st.dataframe(  # the verdict column's marks (✗ ≈ ✓) say it: no per-row tint, which Streamlit restyles every run
@@ -238,4 +241,4 @@ with friendly_errors(t("worked_example.sections.claims")):
         },
     )
     st.caption(t("worked_example.samples", n=notes.SAMPLES, seed=seed()))
-    st.caption(" · ".join(td("notes.files").values()))
+    st.caption(notes_about())
