@@ -48,10 +48,19 @@ def cosine_view(d: int, rng_seed: int, hist_text: dict, sweep_text: dict):
     )
 
 
-header(t("geometry.title"), t("geometry.lede"))
+header(
+    t("geometry.title"),
+    t("geometry.lede"),
+    sections=(
+        "geometry.sections.hull",
+        "geometry.sections.regression",
+        "geometry.sections.parity",
+        "geometry.sections.cosine",
+    ),
+)
 predict_first(t("geometry.question"), t("geometry.answer"))
 
-st.subheader(t("geometry.sections.hull"))
+st.subheader(t("geometry.sections.hull"), anchor="hull")
 with st.container(border=True):
     c1, c2, c3, c4 = st.columns(4)
     n_points = controls.slider(t("geometry.controls.n_points"), 3, 12, 6, 1, key="geo_n_points", where=c1)
@@ -95,7 +104,7 @@ with right:
         )
     notice(tl("geometry.notice.hull"))
 
-st.subheader(t("geometry.sections.regression"))
+st.subheader(t("geometry.sections.regression"), anchor="regression")
 a_col, nw_col = st.columns(2)
 with a_col:
     formula(r"o=\mathrm{softmax}\!\left(\frac{qK^\top}{\sqrt{d}\,T}\right)V", "naive_attention(q, K, V, temperature=T)")
@@ -145,7 +154,7 @@ with right:
     )
     notice(tl("geometry.notice.regression"))
 
-st.subheader(t("geometry.sections.parity"))
+st.subheader(t("geometry.sections.parity"), anchor="parity")
 with st.container(border=True):
     p1, p2 = st.columns(2)
     d = controls.select_slider(t("geometry.controls.parity_d"), PARITY_D, 16, key="geo_parity_d", where=p1)
@@ -176,7 +185,7 @@ with right:
         st.dataframe(shown, hide_index=True, width="stretch")
     notice(tl("geometry.notice.parity"))
 
-st.subheader(t("geometry.sections.cosine"))
+st.subheader(t("geometry.sections.cosine"), anchor="cosine")
 with st.container(border=True):
     d_cos = controls.select_slider(t("geometry.controls.cos_d"), list(tables.COS_D_SWEEP), 64, key="geo_cos_d")
 left, right = st.columns(2)

@@ -21,7 +21,17 @@ aliasing = st.cache_data(max_entries=64)(tables.aliasing_table)
 collision = st.cache_data(max_entries=64)(tables.first_collision)
 symmetry = st.cache_data(max_entries=32)(tables.equivariance_sweep)
 
-header(t("positional.title"), t("positional.lede"))
+header(
+    t("positional.title"),
+    t("positional.lede"),
+    sections=(
+        "positional.sections.code",
+        "positional.sections.dots",
+        "positional.sections.shift",
+        "positional.sections.aliasing",
+        "positional.sections.symmetry",
+    ),
+)
 predict_first(t("positional.question"), t("positional.answer"))
 
 with st.container(border=True):
@@ -30,7 +40,7 @@ with st.container(border=True):
     d_model = controls.select_slider("d_model", [4, 8, 16, 32, 64, 128], 32, key="pe_d_model", where=c2)
     base = controls.select_slider(t("positional.controls.base"), [100, 1000, 10000], 10000, key="pe_base", where=c3)
 
-st.subheader(t("positional.sections.code"))
+st.subheader(t("positional.sections.code"), anchor="code")
 left, right = st.columns([3, 2])
 with left, friendly_errors(t("positional.errors.encoding")):
     pe = encoding(n, d_model, base)
@@ -43,7 +53,7 @@ with right:
     formula(r"\omega_i = \mathrm{base}^{-2i/d_{\mathrm{model}}}", t("positional.frequency_caption"))
     notice(tl("positional.notice"))
 
-st.subheader(t("positional.sections.dots"))
+st.subheader(t("positional.sections.dots"), anchor="dots")
 g1, g2, g3 = st.columns([2, 3, 2])
 with friendly_errors(t("positional.errors.dots")):
     cells, by_offset, spread = gram(n, d_model, base)
@@ -53,11 +63,14 @@ with friendly_errors(t("positional.errors.dots")):
     figure = spec_of(charts.offset_collapse, by_offset, td("positional.charts.offsets"), properties={"height": 340})
     chart(figure, by_offset, "offsets", where=g2)
     with g3:
-        formula(r"p_i\cdot p_j = \sum_k \cos\big((i-j)\,\omega_k\big)", "sin a sin b + cos a cos b = cos(a − b)")
+        formula(  # two lines: one overflows the narrow column (Chinese, projector)
+            r"\begin{gathered}p_i\cdot p_j\\ = \sum_k \cos\big((i-j)\,\omega_k\big)\end{gathered}",
+            "sin a sin b + cos a cos b = cos(a − b)",
+        )
         st.metric(t("positional.metrics.spread"), f"{spread:.1e}", help=t("positional.metrics.spread_help"))
         st.caption(t("positional.gram_caption", n=n, pairs=n * n, offsets=len(by_offset)))
 
-st.subheader(t("positional.sections.shift"))
+st.subheader(t("positional.sections.shift"), anchor="shift")
 with st.container(border=True):
     s1, s2, s3 = st.columns(3)
     pos = controls.slider(t("positional.controls.pos"), 0, 200, 10, 1, key="pe_pos", where=s1)
@@ -93,7 +106,7 @@ with friendly_errors(t("positional.errors.shift")):
         m1.metric(t("positional.metrics.at_pos"), f"{check['error_at_pos']:.1e}", help="max |PE(pos+k) − M_k PE(pos)|")
         m2.metric(t("positional.metrics.all"), f"{check['error_all']:.1e}", help=t("positional.metrics.all_help"))
 
-st.subheader(t("positional.sections.aliasing"))
+st.subheader(t("positional.sections.aliasing"), anchor="aliasing")
 with st.container(border=True):
     periods = tuple(
         controls.multiselect(
@@ -135,7 +148,7 @@ else:
             if lcm > window:
                 st.caption(t("positional.further_caption", last=window - 1))
 
-st.subheader(t("positional.sections.symmetry"))
+st.subheader(t("positional.sections.symmetry"), anchor="symmetry")
 with st.container(border=True):
     e1, e2 = st.columns(2)
     kinds = td("positional.kinds")

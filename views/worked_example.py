@@ -48,7 +48,11 @@ def matrix_parser(shape: tuple[int, int]):
     return parse
 
 
-header(t("worked_example.title"), t("worked_example.lede"))
+header(
+    t("worked_example.title"),
+    t("worked_example.lede"),
+    sections=("worked_example.backward.heading", "worked_example.check"),
+)
 predict_first(t("worked_example.question"), t("worked_example.answer"))
 
 with st.container(border=True):
@@ -145,7 +149,7 @@ if steps is not None:
         notice(tl("worked_example.notice"))
 
 if steps is not None:
-    st.subheader(t("worked_example.backward.heading"))
+    st.subheader(t("worked_example.backward.heading"), anchor="heading")
     with friendly_errors(t("worked_example.sections.backward")):
         back = backward_of(q, k, v, scaled, token)
         c = rf"\tfrac{{1}}{{\sqrt{{{d_k}}}}}" if scaled else "1"
@@ -194,7 +198,7 @@ if steps is not None:
             )
             st.caption(t("worked_example.backward.notes_caption"))
 
-st.subheader(t("worked_example.check"))
+st.subheader(t("worked_example.check"), anchor="check")
 st.markdown(t("worked_example.check_lede"))
 with friendly_errors(t("worked_example.sections.claims")):
     table = claims(seed())

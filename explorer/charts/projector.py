@@ -17,7 +17,8 @@ PROJECTOR_FONT = 17  # px: the smallest chart text on a projector
 SCALE = 1.4  # fixed chart sizes grow at least this much (larger type needs a larger plot)
 MAX_SCALE = 2.2  # a dense heatmap's 8 px numbers grow to PROJECTOR_FONT, not more
 TITLE_FONT = 21
-TITLE_WIDTH = 460  # px a title may take when the chart's width is the container's (unknown to the server)
+TITLE_WIDTH = 340  # px a title may take when the chart's width is the container's (unknown to the server: a third
+# of a projector page's width, the narrowest column a chart is drawn in)
 PROJECTED = "projected"  # usermeta key marking a spec already made for the projector
 
 PROJECTOR_CHART = {

@@ -26,18 +26,27 @@ DEFAULT_SEED = 0
 BROWSER = "browser"  # the teacher's language choice that leaves the language to each student's browser
 
 # Projector mode: larger type, thicker marks, black on white. Streamlit sizes its text in rem, so the
-# root font size scales the whole page; captions lose their grey.
+# root font size scales the whole page; captions lose their grey. Nothing may be cut off: the page's side margins
+# shrink, metric labels, deltas and the navigation wrap, a metric's value and a formula shrink to their column
+# (container units), and a chart wider than its column is scaled down to it (charts grow: explorer.charts.projector).
 PROJECTOR_CSS = """<style>
 html { font-size: 21px; }
 .stApp, .stApp p, .stApp li, .stApp label, .stApp h1, .stApp h2, .stApp h3 { color: #000 !important; }
 [data-testid="stCaptionContainer"], [data-testid="stCaptionContainer"] * { color: #111 !important; }
 [data-testid="stMainBlockContainer"] { padding-left: 1.5rem !important; padding-right: 1.5rem !important; }
-[data-testid="stMetricLabel"] *, [data-testid="stMetricValue"], [data-testid="stMetricValue"] *,
-[data-testid="stMetricDelta"], [data-testid="stMetricDelta"] *, [data-testid="stSidebarNavLink"] * {
+[data-testid="stMetricLabel"] *, [data-testid="stMetricDelta"], [data-testid="stMetricDelta"] *,
+[data-testid="stSidebarNavLink"] * {
   white-space: normal !important; overflow: visible !important; text-overflow: clip !important;
 }
 [data-testid="stMetricDelta"] { height: auto !important; }
-[data-testid="stVegaLiteChart"] { overflow-x: auto; }
+[data-testid="stMetric"] { container-type: inline-size; }
+[data-testid="stMetricValue"], [data-testid="stMetricValue"] * {
+  overflow: visible !important; text-overflow: clip !important; font-size: clamp(1.2rem, 24cqi, 2.25rem) !important;
+}
+.vega-embed canvas.marks, .vega-embed svg.marks { max-width: 100% !important; height: auto !important; }
+[data-testid="stElementContainer"]:has(.katex-display) { container-type: inline-size; }
+.katex-display { overflow-x: auto !important; overflow-y: hidden !important; }
+.katex-display > .katex { font-size: clamp(0.8em, 6.5cqi, 1.05em) !important; }
 </style>"""
 # Room above a chart's title: Vega places a title by its font size, while a Chinese title's glyphs (and any title
 # over a y-axis title longer than the plot) reach higher, and the top of the title was cut off.
@@ -59,11 +68,21 @@ def literal(text) -> str:
     return _PUNCTUATION.sub(r"\\\1", " ".join(str(text).split()))
 
 
-def header(title: str, lede: str) -> None:
-    """The page's title and lede, and the link to the glossary at the terms the page uses."""
+def header(title: str, lede: str, sections: tuple[str, ...] = ()) -> None:
+    """The page's title and lede, a long page's contents, and the link to the glossary at the terms the page uses.
+
+    `sections` are the string keys of the page's section headings; each heading's anchor is its key's last part
+    (st.subheader(t("masks.sections.fill"), anchor="fill")).
+    """
     st.title(title)
     st.markdown(lede)
+    contents([(t(key), anchor_of(key)) for key in sections])
     glossary_link()
+
+
+def anchor_of(key: str) -> str:
+    """The anchor of the section heading whose string key is `key`."""
+    return key.rpartition(".")[2]
 
 
 def contents(entries: list[tuple[str, str]]) -> None:
