@@ -5,7 +5,7 @@ One function for every chart of the app, applied by the frame (explorer.ui.frame
 - sizes a builder wrote into the spec grow together: plot widths, heights and band steps, explicit font sizes,
   text offsets and point areas, by one factor per chart (at least SCALE, more where a builder chose a small font
   for a dense heatmap, so that its cells grow with their numbers and the numbers still fit);
-- long titles break into lines instead of ending in "…" (Vega cuts a title at the chart's width).
+- long chart and axis titles break into lines instead of ending in "…" or running past the chart's edge.
 The spec handed in is never changed: a cached spec is shared by every session on the server.
 """
 
@@ -17,6 +17,7 @@ PROJECTOR_FONT = 17  # px: the smallest chart text on a projector
 SCALE = 1.4  # fixed chart sizes grow at least this much (larger type needs a larger plot)
 MAX_SCALE = 2.2  # a dense heatmap's 8 px numbers grow to PROJECTOR_FONT, not more
 TITLE_FONT = 21
+AXIS_TITLE_FONT = 19
 TITLE_WIDTH = 340  # px a title may take when the chart's width is the container's (unknown to the server: a third
 # of a projector page's width, the narrowest column a chart is drawn in)
 PROJECTED = "projected"  # usermeta key marking a spec already made for the projector
@@ -24,7 +25,7 @@ PROJECTED = "projected"  # usermeta key marking a spec already made for the proj
 PROJECTOR_CHART = {
     "axis": {
         "labelFontSize": PROJECTOR_FONT,
-        "titleFontSize": 19,
+        "titleFontSize": AXIS_TITLE_FONT,
         "labelColor": "#000",
         "titleColor": "#000",
         "domainColor": "#000",
@@ -33,7 +34,6 @@ PROJECTOR_CHART = {
         "tickWidth": 2,
         "gridColor": "#bbb",
         "labelLimit": 400,
-        "titleLimit": 600,
     },
     "legend": {
         "labelFontSize": PROJECTOR_FONT,
@@ -134,10 +134,10 @@ def wrap(text: str, ems: float) -> list[str]:
     return lines or [text]
 
 
-def _wrap_title(title, room: float):
-    ems = room / TITLE_FONT
+def _wrap_title(title, room: float, font: float = TITLE_FONT):
+    ems = room / font
     if isinstance(title, dict):
-        return {**title, "text": _wrap_title(title["text"], room)} if "text" in title else title
+        return {**title, "text": _wrap_title(title["text"], room, font)} if "text" in title else title
     if isinstance(title, str):
         lines = wrap(title, ems)
     elif isinstance(title, list) and all(isinstance(line, str) for line in title):
@@ -155,4 +155,11 @@ def _wrap_titles(node, room: float):
     out = {k: v if k in _SKIP else _wrap_titles(v, room) for k, v in node.items()}
     if "title" in out:
         out["title"] = _wrap_title(out["title"], room)
+    if isinstance(out.get("encoding"), dict):  # axis titles: the larger type made long ones wider than the plot
+        encoding = dict(out["encoding"])
+        for channel in ("x", "y"):
+            field = encoding.get(channel)
+            if isinstance(field, dict) and isinstance(field.get("title"), str):
+                encoding[channel] = {**field, "title": _wrap_title(field["title"], TITLE_WIDTH, AXIS_TITLE_FONT)}
+        out["encoding"] = encoding
     return out

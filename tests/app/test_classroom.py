@@ -6,11 +6,13 @@ import urllib.parse
 
 import altair as alt
 import pandas as pd
+import pytest
+from altair.utils.schemapi import validate_jsonschema
 from app_helpers import assert_clean, metric, open_link
 from streamlit.testing.v1 import AppTest
 
-from explorer.charts.projector import PROJECTOR_CHART
-from explorer.ui.frame import svg, wire
+from explorer.charts.projector import PROJECTOR_CHART, PROJECTOR_FONT
+from explorer.ui.frame import _json_data, svg, wire
 from explorer.ui.registry import LESSON, PAGES
 
 PAGE = "views/sqrt_dk.py"
@@ -111,3 +113,12 @@ def test_every_chart_has_csv_and_svg_downloads_and_svg_renders():
     figure = alt.Chart(pd.DataFrame({"x": [1, 2], "y": [3, 4]}), title="权重").mark_line().encode(x="x", y="y")
     text = svg(wire(figure))  # as the page holds it: data already Arrow-encoded for Streamlit
     assert text.lstrip().startswith("<svg") and "权重" in text
+
+
+@pytest.mark.parametrize("info", PAGES, ids=lambda p: p.name)
+def test_every_page_in_projector_mode_draws_valid_enlarged_charts(info):
+    at = open_link(info.path, {"projector": "true", "lang": "zh"})
+    assert_clean(at)
+    for spec in specs(at):
+        validate_jsonschema(_json_data(spec), alt.load_schema())  # the restyled spec is still valid Vega-Lite
+        assert spec["usermeta"]["projected"] and spec["config"]["text"]["fontSize"] >= PROJECTOR_FONT

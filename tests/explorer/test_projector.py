@@ -86,3 +86,20 @@ def test_projector_mode_is_part_of_the_cache_key(monkeypatch):
     assert big["config"]["axis"]["labelFontSize"] == PROJECTOR_CHART["axis"]["labelFontSize"]
     monkeypatch.setitem(st.session_state, "projector", False)
     assert spec_of(charts.softmax_bars, ROW, TEXT, NAMES) == plain
+
+
+def test_long_axis_titles_break_into_lines():
+    long = "feature of Concat (head i holds columns i·d_k to (i+1)·d_k − 1)"
+    spec = projected(to_spec(charts.softmax_bars(ROW, {**TEXT, "x": long}, NAMES)))
+    validate_jsonschema(spec, alt.load_schema())
+    titles = [v["title"] for v in _encodings(spec) if isinstance(v.get("title"), list)]
+    assert titles and all(" ".join(t) == long for t in titles)
+
+
+def _encodings(node):
+    if isinstance(node, dict):
+        found = [v for k, v in node.get("encoding", {}).items() if k in ("x", "y") and isinstance(v, dict)]
+        return found + [x for k, v in node.items() if k not in ("config", "datasets") for x in _encodings(v)]
+    if isinstance(node, list):
+        return [x for item in node for x in _encodings(item)]
+    return []
