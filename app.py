@@ -7,6 +7,7 @@ import streamlit as st
 import torch
 
 from explorer.ui.frame import lesson_bar, log_run_cpu, page_title, share_panel, sidebar, sidebar_hidden
+from explorer.ui.glossary import CURRENT
 from explorer.ui.i18n import t
 from explorer.ui.registry import PAGES, SECTIONS
 from explorer.ui.state import publish_hidden, url_notices
@@ -41,6 +42,7 @@ for section in SECTIONS:
 
 page = st.navigation(navigation, position="top" if sidebar_hidden() else "sidebar")  # never without a way on
 current = by_page.get(page.url_path)
+st.session_state[CURRENT] = current.name if current else None  # the page's glossary link reads it
 lesson_bar(current)
 page.run()
 lesson_bar(current, bottom=True)

@@ -60,14 +60,23 @@ def cosine_view(d: int, rng_seed: int, hist_text: dict, sweep_text: dict):
     )
 
 
-header(t("geometry.title"), t("geometry.lede"))
+header(
+    t("geometry.title"),
+    t("geometry.lede"),
+    sections=(
+        "geometry.sections.hull",
+        "geometry.sections.regression",
+        "geometry.sections.parity",
+        "geometry.sections.cosine",
+    ),
+)
 predict_first(t("geometry.question"), t("geometry.answer"))
 
 
 @section
 def hull_and_weights() -> None:
     """The convex-hull picture and, for the same q, K = V and T, attention beside Nadaraya-Watson."""
-    st.subheader(t("geometry.sections.hull"))
+    st.subheader(t("geometry.sections.hull"), anchor="hull")
     with st.container(border=True):
         c1, c2, c3, c4 = st.columns(4)
         n_points = controls.slider(t("geometry.controls.n_points"), 3, 12, 6, 1, key="geo_n_points", where=c1)
@@ -111,7 +120,7 @@ def hull_and_weights() -> None:
             )
         notice(tl("geometry.notice.hull"))
 
-    st.subheader(t("geometry.sections.regression"))
+    st.subheader(t("geometry.sections.regression"), anchor="regression")
     a_col, nw_col = st.columns(2)
     with a_col:
         formula(
@@ -179,7 +188,7 @@ regression_1d()
 @section
 def parity() -> None:
     """Additive against dot-product scores under q, k -> -q, -k."""
-    st.subheader(t("geometry.sections.parity"))
+    st.subheader(t("geometry.sections.parity"), anchor="parity")
     with st.container(border=True):
         p1, p2 = st.columns(2)
         d = controls.select_slider(t("geometry.controls.parity_d"), PARITY_D, 16, key="geo_parity_d", where=p1)
@@ -217,7 +226,7 @@ parity()
 @section
 def cosine() -> None:
     """Cosines of random directions: their variance 1/d."""
-    st.subheader(t("geometry.sections.cosine"))
+    st.subheader(t("geometry.sections.cosine"), anchor="cosine")
     with st.container(border=True):
         d_cos = controls.select_slider(t("geometry.controls.cos_d"), list(tables.COS_D_SWEEP), 64, key="geo_cos_d")
     left, right = st.columns(2)

@@ -78,7 +78,17 @@ def method_names() -> dict[str, str]:
     return plain | {tables.LIBRARY: t("masks.methods.library")}
 
 
-header(t("masks.title"), t("masks.lede"))
+header(
+    t("masks.title"),
+    t("masks.lede"),
+    sections=(
+        "masks.sections.mask",
+        "masks.sections.fill",
+        "masks.sections.gradient",
+        "masks.sections.renormalise",
+        "masks.sections.notes_masks",
+    ),
+)
 predict_first(t("masks.question"), t("masks.answer"))
 
 
@@ -192,7 +202,7 @@ with st.container(border=True):
 
 spec = (n, parts, lengths, window, block, custom, min(sequence or 0, len(lengths) - 1))
 
-st.subheader(t("masks.sections.mask"))
+st.subheader(t("masks.sections.mask"), anchor="mask")
 left, right = st.columns([3, 2])
 with right:
     formula(
@@ -224,7 +234,7 @@ with friendly_errors(t("masks.errors.scores")):
 @section
 def fill_and_gradient(spec: tuple) -> None:
     """The fill value and gradient sections: their own two controls rerun only this part of the page."""
-    st.subheader(t("masks.sections.fill"))
+    st.subheader(t("masks.sections.fill"), anchor="fill")
     f1, f2, _ = st.columns([2, 1, 1])
     fill = controls.segmented_control(t("masks.controls.fill"), tables.FILLS, "-inf", key="mask_fill", where=f1)
     fill = fill or "-inf"
@@ -283,7 +293,7 @@ def fill_and_gradient(spec: tuple) -> None:
         st.table(shown.rename_axis(t("masks.summary.fact")))
         st.caption(t("masks.summary.caption", dtype=dtype, sequence=spec[-1]))
 
-    st.subheader(t("masks.sections.gradient"))
+    st.subheader(t("masks.sections.gradient"), anchor="gradient")
     left, right = st.columns([3, 2])
     with right:
         formula(
@@ -314,7 +324,7 @@ fill_and_gradient(spec)
 @section
 def renormalise_part() -> None:
     """Padding renormalises the kept weights: its own number of real tokens."""
-    st.subheader(t("masks.sections.renormalise"))
+    st.subheader(t("masks.sections.renormalise"), anchor="renormalise")
     left, right = st.columns([3, 2])
     with right:
         formula(
@@ -358,7 +368,7 @@ renormalise_part()
 @section
 def notes_masks_part() -> None:
     """The notes own hierarchical and sliding-window masks against ours: their own n and window."""
-    st.subheader(t("masks.sections.notes_masks"))
+    st.subheader(t("masks.sections.notes_masks"), anchor="notes_masks")
     left, right = st.columns([3, 2])
     with right:
         formula(

@@ -32,7 +32,17 @@ aliasing = table(tables.aliasing_table, 64)
 collision = table(tables.first_collision, 64)
 symmetry = table(tables.equivariance_sweep, 32)
 
-header(t("positional.title"), t("positional.lede"))
+header(
+    t("positional.title"),
+    t("positional.lede"),
+    sections=(
+        "positional.sections.code",
+        "positional.sections.dots",
+        "positional.sections.shift",
+        "positional.sections.aliasing",
+        "positional.sections.symmetry",
+    ),
+)
 predict_first(t("positional.question"), t("positional.answer"))
 
 with st.container(border=True):
@@ -41,7 +51,7 @@ with st.container(border=True):
     d_model = controls.select_slider("d_model", [4, 8, 16, 32, 64, 128], 32, key="pe_d_model", where=c2)
     base = controls.select_slider(t("positional.controls.base"), [100, 1000, 10000], 10000, key="pe_base", where=c3)
 
-st.subheader(t("positional.sections.code"))
+st.subheader(t("positional.sections.code"), anchor="code")
 left, right = st.columns([3, 2])
 with left, friendly_errors(t("positional.errors.encoding")):
     pe = encoding(n, d_model, base)
@@ -54,7 +64,7 @@ with right:
     formula(r"\omega_i = \mathrm{base}^{-2i/d_{\mathrm{model}}}", t("positional.frequency_caption"))
     notice(tl("positional.notice"))
 
-st.subheader(t("positional.sections.dots"))
+st.subheader(t("positional.sections.dots"), anchor="dots")
 g1, g2, g3 = st.columns([2, 3, 2])
 with friendly_errors(t("positional.errors.dots")):
     cells, by_offset, spread = gram(n, d_model, base)
@@ -64,7 +74,10 @@ with friendly_errors(t("positional.errors.dots")):
     figure = spec_of(charts.offset_collapse, by_offset, td("positional.charts.offsets"), properties={"height": 340})
     chart(figure, by_offset, "offsets", where=g2)
     with g3:
-        formula(r"p_i\cdot p_j = \sum_k \cos\big((i-j)\,\omega_k\big)", "sin a sin b + cos a cos b = cos(a − b)")
+        formula(  # two lines: one overflows the narrow column (Chinese, projector)
+            r"\begin{gathered}p_i\cdot p_j\\ = \sum_k \cos\big((i-j)\,\omega_k\big)\end{gathered}",
+            "sin a sin b + cos a cos b = cos(a − b)",
+        )
         st.metric(t("positional.metrics.spread"), f"{spread:.1e}", help=t("positional.metrics.spread_help"))
         st.caption(t("positional.gram_caption", n=n, pairs=n * n, offsets=len(by_offset)))
 
@@ -72,7 +85,7 @@ with friendly_errors(t("positional.errors.dots")):
 @section
 def shift_part(n, d_model, base) -> None:
     """PE(pos+k) = M_k PE(pos): its own position, offset and frequency."""
-    st.subheader(t("positional.sections.shift"))
+    st.subheader(t("positional.sections.shift"), anchor="shift")
     with st.container(border=True):
         s1, s2, s3 = st.columns(3)
         pos = controls.slider(t("positional.controls.pos"), 0, 200, 10, 1, key="pe_pos", where=s1)
@@ -117,7 +130,7 @@ shift_part(n, d_model, base)
 @section
 def aliasing_part() -> None:
     """When two codes of periods T_1..T_m collide: its own periods."""
-    st.subheader(t("positional.sections.aliasing"))
+    st.subheader(t("positional.sections.aliasing"), anchor="aliasing")
     with st.container(border=True):
         periods = tuple(
             controls.multiselect(
@@ -169,7 +182,7 @@ aliasing_part()
 @section
 def symmetry_part(n, d_model, base) -> None:
     """Positions break permutation equivariance: its own kind of order and amplitude."""
-    st.subheader(t("positional.sections.symmetry"))
+    st.subheader(t("positional.sections.symmetry"), anchor="symmetry")
     with st.container(border=True):
         e1, e2 = st.columns(2)
         kinds = td("positional.kinds")

@@ -92,7 +92,11 @@ def show_example(logits: tuple[float, ...], weights_column, jacobian_column) -> 
         st.html(jacobian_html(cells, tables.JACOBIAN_LIMIT))
 
 
-header(t("saturation.title"), t("saturation.lede"))
+header(
+    t("saturation.title"),
+    t("saturation.lede"),
+    sections=("saturation.sections.sweep", "saturation.sections.temperature", "saturation.sections.examples"),
+)
 _, _, saturated = example(tables.NOTES_UNSCALED)
 _, _, healthy = example(tables.NOTES_SCALED)
 predict_first(
@@ -110,7 +114,7 @@ with controls.box("sat_d_k", "sat_n_keys"):  # these two drive sections 1 and 2;
     d_k = controls.select_slider("d_k", list(tables.D_K_SWEEP), 64, key="sat_d_k", where=c1)
     n_keys = controls.select_slider(t("saturation.controls.n_keys"), N_KEYS, 16, key="sat_n_keys", where=c2)
 
-st.subheader(t("saturation.sections.sweep"))
+st.subheader(t("saturation.sections.sweep"), anchor="sweep")
 with friendly_errors(t("saturation.errors.sweep")):
     chart_text = {
         "jacobian": td("saturation.charts.jacobian"),
@@ -148,7 +152,7 @@ with c2, friendly_errors(t("saturation.errors.max_weight")):
 @section
 def temperature_part(d_k, n_keys) -> None:
     """Temperature: its own T and scale, for the d_k and n chosen above."""
-    st.subheader(t("saturation.sections.temperature"))
+    st.subheader(t("saturation.sections.temperature"), anchor="temperature")
     with controls.box("sat_temperature", "sat_scale"):
         c1, c2 = st.columns(2)
         temperature = controls.select_slider(
@@ -204,7 +208,7 @@ def temperature_part(d_k, n_keys) -> None:
 temperature_part(d_k, n_keys)
 
 
-st.subheader(t("saturation.sections.examples"))
+st.subheader(t("saturation.sections.examples"), anchor="examples")
 left, right = st.columns([3, 2])
 with left:
     st.markdown(t("saturation.examples_intro"))

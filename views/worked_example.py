@@ -7,6 +7,7 @@ from explorer.charts import worked_example as charts
 from explorer.tables import notes
 from explorer.tables import worked_example as tables
 from explorer.ui import state as controls
+from explorer.ui.claims import notes_about, readable
 from explorer.ui.frame import (
     chart,
     formula,
@@ -59,7 +60,11 @@ def matrix_parser(shape: tuple[int, int]):
     return parse
 
 
-header(t("worked_example.title"), t("worked_example.lede"))
+header(
+    t("worked_example.title"),
+    t("worked_example.lede"),
+    sections=("worked_example.backward.heading", "worked_example.check"),
+)
 predict_first(t("worked_example.question"), t("worked_example.answer"))
 
 with st.container(border=True):
@@ -183,7 +188,7 @@ if steps is not None:
         notice(tl("worked_example.notice"))
 
 if steps is not None:
-    st.subheader(t("worked_example.backward.heading"))
+    st.subheader(t("worked_example.backward.heading"), anchor="heading")
     with friendly_errors(t("worked_example.sections.backward")):
         back = memo(("worked_example.backward", *inputs_key, token), backward_text)
         c = rf"\tfrac{{1}}{{\sqrt{{{d_k}}}}}" if scaled else "1"
@@ -228,7 +233,7 @@ if steps is not None:
             )
             st.caption(t("worked_example.backward.notes_caption"))
 
-st.subheader(t("worked_example.check"))
+st.subheader(t("worked_example.check"), anchor="check")
 st.markdown(t("worked_example.check_lede"))
 with friendly_errors(t("worked_example.sections.claims")):
     table = claims(seed())
@@ -253,9 +258,11 @@ with friendly_errors(t("worked_example.sections.claims")):
         key="we_files",
         multi=True,
         where=f2,
+        format_func=lambda code: t(f"notes.short.{code}"),
         help=t("worked_example.controls.files_help"),
     )
     text = {part: td(f"notes.{part}") for part in ("claims", "where", "why", "verdicts")}
+    text["where"] = {key: readable(where) for key, where in text["where"].items()}
     shown_table = claims_shown(seed(), tuple(chosen or ()), tuple(files or ()), text)
     headers = td("notes.columns")
     st.dataframe(  # the verdict column's marks (✗ ≈ ✓) say it: no per-row tint, which Streamlit restyles every run
@@ -273,4 +280,4 @@ with friendly_errors(t("worked_example.sections.claims")):
         },
     )
     st.caption(t("worked_example.samples", n=notes.SAMPLES, seed=seed()))
-    st.caption(" · ".join(td("notes.files").values()))
+    st.caption(notes_about())

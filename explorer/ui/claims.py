@@ -6,6 +6,8 @@ worked example's claims table, so two pages never judge one claim differently.
 
 from __future__ import annotations
 
+import re
+
 import streamlit as st
 
 from explorer.tables import notes
@@ -20,6 +22,21 @@ def _result(key: str, seed: int) -> notes.Result:
     return notes.check(key, seed)
 
 
+# The notes' file numbers (000 to 004) name them in the strings; a student has no files, so the pages show a name.
+_FILE = re.compile(r"\b(00[0-4])\b(?=( [^(;,])?)")
+
+
+def readable(where: str) -> str:
+    """A claim's place in the notes with each file number replaced by the notes' short name (notes.short)."""
+    return _FILE.sub(lambda m: t(f"notes.short.{m.group(1)}") + (" ·" if m.group(2) else ""), where)
+
+
+def notes_about() -> str:
+    """What "the notes" are, with the five titles, for under a table of their claims."""
+    titles = "; ".join(t(f"notes.files.{code}") for code in notes.FILES)
+    return t("notes.about", titles=titles)
+
+
 def notes_claim(key: str, where=st) -> None:
     """One bordered line: the verdict as a coloured badge, the claim and where the notes make it, the true value, why.
 
@@ -31,7 +48,7 @@ def notes_claim(key: str, where=st) -> None:
         "common.claims.line",
         verdict=badge,
         claim=literal(t(f"notes.claims.{key}")),
-        where=literal(t(f"notes.where.{key}")),
+        where=literal(readable(t(f"notes.where.{key}"))),
         computed=literal(r.computed),
         why=literal(t(f"notes.why.{key}", **r.facts)),
     )

@@ -26,41 +26,39 @@ from streamlit import dataframe_util, runtime
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from explorer.charts.common import to_spec
+from explorer.charts.projector import projected
 from explorer.ui import state
+from explorer.ui.glossary import glossary_link
 from explorer.ui.i18n import LANGUAGES, browser_language, language_changed, t, this_run
-from explorer.ui.registry import PAGES, PageInfo
+from explorer.ui.registry import LESSON, PageInfo
 
 DEFAULT_SEED = 0
 SHARE_OPEN, TEACHER_OPEN = "share_open", "teacher_open"  # whether the sidebar's link panels are open
 BROWSER = "browser"  # the teacher's language choice that leaves the language to each student's browser
 
 # Projector mode: larger type, thicker marks, black on white. Streamlit sizes its text in rem, so the
-# root font size scales the whole page; captions lose their grey.
+# root font size scales the whole page; captions lose their grey. Nothing may be cut off: the page's side margins
+# shrink, metric labels, deltas and the navigation wrap, a metric's value and a formula shrink to their column
+# (container units), and a chart wider than its column is scaled down to it (charts grow: explorer.charts.projector).
 PROJECTOR_CSS = """<style>
 html { font-size: 21px; }
 .stApp, .stApp p, .stApp li, .stApp label, .stApp h1, .stApp h2, .stApp h3 { color: #000 !important; }
 [data-testid="stCaptionContainer"], [data-testid="stCaptionContainer"] * { color: #111 !important; }
-</style>"""
-PROJECTOR_CHART = {
-    "axis": {
-        "labelFontSize": 17,
-        "titleFontSize": 19,
-        "labelColor": "#000",
-        "titleColor": "#000",
-        "domainColor": "#000",
-        "tickColor": "#000",
-        "domainWidth": 2,
-        "tickWidth": 2,
-        "gridColor": "#bbb",
-    },
-    "legend": {"labelFontSize": 17, "titleFontSize": 17, "symbolSize": 220, "labelColor": "#000"},
-    "title": {"fontSize": 21, "color": "#000", "subtitleFontSize": 17},
-    "header": {"labelFontSize": 17, "titleFontSize": 19},
-    "line": {"strokeWidth": 4},
-    "rule": {"strokeWidth": 3},
-    "point": {"size": 180, "strokeWidth": 3},
-    "text": {"fontSize": 17},
+[data-testid="stMainBlockContainer"] { padding-left: 1.5rem !important; padding-right: 1.5rem !important; }
+[data-testid="stMetricLabel"] *, [data-testid="stMetricDelta"], [data-testid="stMetricDelta"] *,
+[data-testid="stSidebarNavLink"] * {
+  white-space: normal !important; overflow: visible !important; text-overflow: clip !important;
 }
+[data-testid="stMetricDelta"] { height: auto !important; }
+[data-testid="stMetric"] { container-type: inline-size; }
+[data-testid="stMetricValue"], [data-testid="stMetricValue"] * {
+  overflow: visible !important; text-overflow: clip !important; font-size: clamp(1.2rem, 24cqi, 2.25rem) !important;
+}
+.vega-embed canvas.marks, .vega-embed svg.marks { max-width: 100% !important; height: auto !important; }
+[data-testid="stElementContainer"]:has(.katex-display) { container-type: inline-size; }
+.katex-display { overflow-x: auto !important; overflow-y: hidden !important; }
+.katex-display > .katex { font-size: clamp(0.8em, 6.5cqi, 1.05em) !important; }
+</style>"""
 # Room above a chart's title: Vega places a title by its font size, while a Chinese title's glyphs (and any title
 # over a y-axis title longer than the plot) reach higher, and the top of the title was cut off.
 CHART_PADDING = {"top": 14, "bottom": 5, "left": 5, "right": 5}
@@ -81,9 +79,27 @@ def literal(text) -> str:
     return _PUNCTUATION.sub(r"\\\1", " ".join(str(text).split()))
 
 
-def header(title: str, lede: str) -> None:
+def header(title: str, lede: str, sections: tuple[str, ...] = ()) -> None:
+    """The page's title and lede, a long page's contents, and the link to the glossary at the terms the page uses.
+
+    `sections` are the string keys of the page's section headings; each heading's anchor is its key's last part
+    (st.subheader(t("masks.sections.fill"), anchor="fill")).
+    """
     st.title(title)
     st.markdown(lede)
+    contents([(t(key), anchor_of(key)) for key in sections])
+    glossary_link()
+
+
+def anchor_of(key: str) -> str:
+    """The anchor of the section heading whose string key is `key`."""
+    return key.rpartition(".")[2]
+
+
+def contents(entries: list[tuple[str, str]]) -> None:
+    """A long page's sections in one line at its top, each a link to its heading's anchor: (label, anchor) pairs."""
+    if len(entries) > 1:
+        st.markdown(f"**{t('common.frame.contents')}** " + " · ".join(f"[{literal(x)}](#{a})" for x, a in entries))
 
 
 def formula(latex: str, caption: str | None = None) -> None:
@@ -113,13 +129,6 @@ def projector() -> bool:
     return bool(st.session_state.get("projector", False))
 
 
-def _projected(spec: dict) -> dict:
-    config = dict(spec.get("config", {}))
-    for part, settings in PROJECTOR_CHART.items():
-        config[part] = {**config.get(part, {}), **settings}
-    return {**spec, "config": config}
-
-
 def wire(figure) -> dict:
     """A chart as chart() hands it to Streamlit: a Vega-Lite dict whose datasets are already Arrow bytes.
 
@@ -143,15 +152,16 @@ def _json_data(spec: dict) -> dict:
     return {**spec, "datasets": rows} if datasets else spec
 
 
-def _build(builder: str, args: tuple, kwargs: dict, properties: dict) -> dict:
+def _build(builder: str, args: tuple, kwargs: dict, properties: dict, big: bool) -> dict:
     module, _, name = builder.rpartition(".")
     figure = getattr(importlib.import_module(module), name)(*args, **kwargs)
-    return wire(figure.properties(**properties) if properties else figure)
+    spec = wire(figure.properties(**properties) if properties else figure)
+    return projected(spec) if big else spec
 
 
 @st.cache_data(max_entries=256, show_spinner=False)
-def _built_spec(builder: str, args: tuple, kwargs: dict, properties: dict) -> dict:
-    return _build(builder, args, kwargs, properties)
+def _built_spec(builder: str, args: tuple, kwargs: dict, properties: dict, big: bool) -> dict:
+    return _build(builder, args, kwargs, properties, big)
 
 
 # Where a DataFrame came from: id(frame) -> (weak reference to it, (table function, its arguments)). A frame that
@@ -316,19 +326,20 @@ def spec_of(builder, *args, properties: dict | None = None, data_key: tuple | No
     arguments are plain values, text dicts and DataFrames. A DataFrame that `table()` returned is keyed by the call
     that made it; `data_key`, the plain parameters the frames were computed from, stands in for every DataFrame
     argument instead (the caller promises that equal keys mean equal frames). Any other DataFrame is hashed by
-    Streamlit, which costs about a millisecond per thousand rows.
+    Streamlit, which costs about a millisecond per thousand rows. Projector mode is part of the key: its variant is
+    built and kept beside the plain one, never made by changing a shared dict.
     """
-    name, properties = f"{builder.__module__}.{builder.__name__}", properties or {}
+    name, properties, big = f"{builder.__module__}.{builder.__name__}", properties or {}, projector()
     try:
         if data_key is None:
-            key = (name, _key(args), _key(kwargs), _key(properties))
+            key = (name, big, _key(args), _key(kwargs), _key(properties))
         else:
             frames = tuple(i for i, a in enumerate(args) if isinstance(a, pd.DataFrame))
             plain = tuple(None if i in frames else a for i, a in enumerate(args))
-            key = (name, _key(plain), _key(kwargs), _key(properties), ("data_key", _key(data_key), frames))
+            key = (name, big, _key(plain), _key(kwargs), _key(properties), ("data_key", _key(data_key), frames))
     except _Unkeyed:
-        return _built_spec(name, args, kwargs, properties)
-    return _SPECS.get(key, lambda: _build(name, args, kwargs, properties))
+        return _built_spec(name, args, kwargs, properties, big)
+    return _SPECS.get(key, lambda: _build(name, args, kwargs, properties, big))
 
 
 def chart(figure, data: pd.DataFrame | None, name: str, *, where=None, width="stretch") -> None:
@@ -336,13 +347,14 @@ def chart(figure, data: pd.DataFrame | None, name: str, *, where=None, width="st
 
     `name` names the files and must be unique on the page. Streamlit's own chart menu offers PNG. Both
     files are made only when the button is clicked (see `pinned`: a rerun costs nothing for them). In projector
-    mode the chart's type and marks grow.
+    mode the chart's type, marks and fixed sizes grow (explorer.charts.projector); a spec from spec_of arrives
+    already projected, any other is projected here.
     """
     where = where or st
     spec = wire(figure)  # st.altair_chart would validate the chart and re-encode its data on every run
     spec = {"padding": CHART_PADDING, **spec}
     if projector():
-        spec = _projected(spec)
+        spec = projected(spec)
     where.vega_lite_chart(spec, width=width)
     row = where.container(horizontal=True, gap="small")
     if data is not None:
@@ -451,16 +463,16 @@ def page_title(info: PageInfo) -> str:
 
 def lesson_bar(current: PageInfo | None, *, bottom: bool = False) -> None:
     """In lesson mode: where the class is on the path through the pages, with the previous and next stops."""
-    if not st.session_state.get("lesson") or current is None:
+    if not st.session_state.get("lesson") or current not in LESSON:
         return
-    i = PAGES.index(current)
+    i = LESSON.index(current)
     with st.container(border=True):
         left, middle, right = st.columns([1, 3, 1], vertical_alignment="center")
         if i > 0:
-            left.page_link(PAGES[i - 1].path, label=t("common.lesson.previous"), icon=":material/arrow_back:")
-        middle.markdown(t("common.lesson.stop", i=i + 1, n=len(PAGES), title=page_title(current)))
-        if i + 1 < len(PAGES):
-            right.page_link(PAGES[i + 1].path, label=t("common.lesson.next"), icon=":material/arrow_forward:")
+            left.page_link(LESSON[i - 1].path, label=t("common.lesson.previous"), icon=":material/arrow_back:")
+        middle.markdown(t("common.lesson.stop", i=i + 1, n=len(LESSON), title=page_title(current)))
+        if i + 1 < len(LESSON):
+            right.page_link(LESSON[i + 1].path, label=t("common.lesson.next"), icon=":material/arrow_forward:")
         elif bottom:
             middle.caption(t("common.lesson.end"))
 

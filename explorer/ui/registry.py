@@ -14,6 +14,7 @@ class PageInfo:
     path: str  # script under views/
     icon: str  # a Material Symbols name, shown in the navigation and on the cards
     section: str  # a key of [sections] in pages.toml
+    lesson: bool = True  # a stop of lesson mode (the glossary is not)
 
     @property
     def name(self) -> str:
@@ -34,6 +35,8 @@ PAGES: tuple[PageInfo, ...] = (
     PageInfo("views/scaling.py", ":material/speed:", "efficiency"),
     PageInfo("views/learning.py", ":material/model_training:", "learning"),
     PageInfo("views/learning_scale.py", ":material/trending_down:", "learning"),
+    PageInfo("views/glossary.py", ":material/menu_book:", "reference", lesson=False),
 )
+LESSON: tuple[PageInfo, ...] = tuple(p for p in PAGES if p.lesson)
 
 SECTIONS: tuple[str, ...] = tuple(dict.fromkeys(p.section for p in PAGES))

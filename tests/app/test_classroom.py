@@ -6,11 +6,14 @@ import urllib.parse
 
 import altair as alt
 import pandas as pd
+import pytest
+from altair.utils.schemapi import validate_jsonschema
 from app_helpers import assert_clean, metric, open_link
 from streamlit.testing.v1 import AppTest
 
-from explorer.ui.frame import PROJECTOR_CHART, SHARE_OPEN, TEACHER_OPEN, svg, wire
-from explorer.ui.registry import PAGES
+from explorer.charts.projector import PROJECTOR_CHART, PROJECTOR_FONT
+from explorer.ui.frame import SHARE_OPEN, TEACHER_OPEN, _json_data, svg, wire
+from explorer.ui.registry import LESSON, PAGES
 
 PAGE = "views/sqrt_dk.py"
 
@@ -45,11 +48,12 @@ def test_a_hostile_hide_value_hides_nothing_and_says_so():
 def test_lesson_mode_walks_the_pages_in_teaching_order():
     at = open_link(PAGE, {"lesson": "true"})
     assert_clean(at)
-    i = [p.path for p in PAGES].index(PAGE)
+    i = [p.path for p in LESSON].index(PAGE)
     bars = [m.value for m in at.markdown if "**Lesson**" in m.value]
-    assert bars and f"stop {i + 1} of {len(PAGES)}" in bars[0]
-    links = [e.proto.page for e in at.get("page_link")]  # both bars: previous, next
-    assert links == [PAGES[i - 1].name, PAGES[i + 1].name] * 2
+    assert bars and f"stop {i + 1} of {len(LESSON)}" in bars[0]
+    links = [e.proto.page for e in at.get("page_link") if e.proto.page != "glossary"]  # both bars: previous, next
+    assert links == [LESSON[i - 1].name, LESSON[i + 1].name] * 2
+    assert len(LESSON) == len(PAGES) - 1  # every page but the glossary is a stop
     off = open_link(PAGE, {"lesson": "false"})
     assert not [m for m in off.markdown if "**Lesson**" in m.value]
 
@@ -122,3 +126,12 @@ def test_every_chart_has_csv_and_svg_downloads_and_svg_renders():
     figure = alt.Chart(pd.DataFrame({"x": [1, 2], "y": [3, 4]}), title="权重").mark_line().encode(x="x", y="y")
     text = svg(wire(figure))  # as the page holds it: data already Arrow-encoded for Streamlit
     assert text.lstrip().startswith("<svg") and "权重" in text
+
+
+@pytest.mark.parametrize("info", PAGES, ids=lambda p: p.name)
+def test_every_page_in_projector_mode_draws_valid_enlarged_charts(info):
+    at = open_link(info.path, {"projector": "true", "lang": "zh"})
+    assert_clean(at)
+    for spec in specs(at):
+        validate_jsonschema(_json_data(spec), alt.load_schema())  # the restyled spec is still valid Vega-Lite
+        assert spec["usermeta"]["projected"] and spec["config"]["text"]["fontSize"] >= PROJECTOR_FONT

@@ -1,0 +1,101 @@
+"""The glossary: every term in both languages with its anchor, and a link to it from every page that uses a term."""
+
+import pathlib
+import re
+
+import pytest
+from app_helpers import assert_clean, open_link
+
+from explorer.ui.glossary import PATH, TERMS, glossary_link, terms_of
+from explorer.ui.i18n import catalog
+from explorer.ui.registry import PAGES
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+BY_NAME = {p.name: p for p in PAGES}
+# What shows that a page uses a term: a pattern found in the page's English strings or its code.
+USES = {
+    "n": r"\bn\b",
+    "d_model": r"d_model",
+    "d_k": r"d_k",
+    "d_v": r"d_v",
+    "projections": r"W_[QKVqkv]",
+    "head": r"\bheads?\b",
+    "logits": r"logit",
+    "softmax": r"softmax",
+    "temperature": r"temperature",
+    "entropy": r"entropy",
+    "jacobian": r"‖J‖",
+    "gradient": r"gradient",
+    "variance": r"\bvariance|\bVar\b|standard error|\bSE\b",
+    "kurtosis": r"kurtosis",
+    "kernel": r"kernel",
+    "mask": r"mask",
+    "causal": r"causal",
+    "padding": r"padding",
+    "sliding_window": r"sliding",
+    "equivariance": r"equivarian",
+    "positional": r"position",
+    "epsilon": r"ε",
+    "dtypes": r"float16|float32|fp16|fp32|bf16|bfloat16",
+    "big_o": r"O\(n",
+    "flops": r"FLOP",
+    "macs": r"MAC",
+    "sdpa": r"SDPA",
+    "hbm": r"HBM",
+    "sram": r"SRAM|\bSMs?\b",
+    "tile": r"\btiles?\b",
+}
+
+
+def page_text(name: str) -> str:
+    strings = [v for k, v in catalog("en").items() if k.startswith(f"{name}.")]
+    return "\n".join(map(str, strings)) + (ROOT / "views" / f"{name}.py").read_text()
+
+
+def test_every_term_is_used_on_the_pages_it_names():
+    assert set(USES) == {term.key for term in TERMS}
+    assert len({term.key for term in TERMS}) == len(TERMS)
+    for term in TERMS:
+        for name in term.pages:
+            assert name in BY_NAME, (term.key, name)
+            assert re.search(USES[term.key], page_text(name), re.IGNORECASE), (term.key, name)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_glossary_shows_every_term_with_its_anchor(lang):
+    at = open_link(PATH, {"lang": lang})
+    assert_clean(at)
+    anchors = [h.proto.anchor for h in at.subheader]
+    assert sorted(anchors) == sorted(term.key for term in TERMS)  # each once
+    names = {catalog(lang)[f"glossary.terms.{term.key}.name"] for term in TERMS}
+    assert {h.value for h in at.subheader} == names
+    assert len(at.latex) == len(TERMS)
+    linked = [e.proto.page for e in at.get("page_link")]
+    assert all(linked.count(name) >= 1 for term in TERMS for name in term.pages)
+
+
+@pytest.mark.parametrize("info", [p for p in PAGES if terms_of(p.name)], ids=lambda p: p.name)
+def test_every_page_that_uses_a_term_links_to_the_glossary_at_its_terms(info):
+    at = open_link(info.path, {"lang": "zh"})
+    assert_clean(at)
+    (link,) = [e.proto for e in at.get("page_link") if e.proto.page == "glossary"]
+    assert link.query_string == f"glossary_page={info.name}"
+    assert catalog("zh")[f"glossary.terms.{terms_of(info.name)[0].key}.name"] in link.label
+    shown = open_link(PATH, {"glossary_page": info.name})
+    assert sorted(h.proto.anchor for h in shown.subheader) == sorted(term.key for term in terms_of(info.name))
+
+
+def test_pages_without_terms_draw_no_glossary_link():
+    at = open_link("views/home.py", {})
+    assert_clean(at)
+    assert not [e for e in at.get("page_link") if e.proto.page == "glossary" and e.proto.query_string]
+
+
+def test_a_link_to_one_term_shows_it_first():
+    at = open_link(PATH, {"glossary_term": "jacobian", "glossary_page": "masks"})
+    assert_clean(at)
+    first = at.subheader[0]
+    assert first.value == catalog("en")["glossary.terms.jacobian.name"] and not first.proto.anchor
+    assert sorted(h.proto.anchor for h in at.subheader[1:]) == sorted(term.key for term in terms_of("masks"))
+    with pytest.raises(ValueError, match="term"):
+        glossary_link("no_such_term")

@@ -1,0 +1,105 @@
+"""Projector mode's chart restyling: larger type everywhere, fixed sizes grown with it, titles wrapped, and the
+cached spec it starts from left untouched."""
+
+import copy
+
+import altair as alt
+import pandas as pd
+from altair.utils.schemapi import validate_jsonschema
+
+from explorer.charts import masks as mask_charts
+from explorer.charts import sqrt_dk as charts
+from explorer.charts.common import to_spec
+from explorer.charts.projector import PROJECTOR_CHART, PROJECTOR_FONT, SCALE, projected, wrap
+from explorer.ui.frame import spec_of
+
+ROW = pd.DataFrame({"key": [0, 1, 2], "weight": [0.5, 0.3, 0.2], "series": ["scaled"] * 3})
+TEXT = {"title": "t", "x": "key", "y": "weight", "legend": "logits", "uniform": "1/n"}
+NAMES = {"scaled": "scaled", "unscaled": "unscaled"}
+
+
+def _values(node, key):
+    if isinstance(node, dict):
+        found = [v for k, v in node.items() if k == key and isinstance(v, int | float)]
+        return found + [x for k, v in node.items() if k not in ("config", "datasets") for x in _values(v, key)]
+    if isinstance(node, list):
+        return [x for item in node for x in _values(item, key)]
+    return []
+
+
+def _heatmap():
+    n = 10  # more than 8 keys: the builder prints its numbers at 8 px
+    cells = pd.DataFrame([{"query": i, "key": j, "weight": 1 / n, "hidden": j > i} for i in range(n) for j in range(n)])
+    text = {k: k for k in ("title", "x", "y", "legend", "cell", "hidden", "visible")}
+    return to_spec(mask_charts.cell_heatmap(cells, "weight", text))
+
+
+def test_every_chart_font_reaches_the_projector_size():
+    spec = projected(_heatmap())
+    validate_jsonschema(spec, alt.load_schema())  # still valid Vega-Lite
+    for part in ("axis", "legend", "header"):
+        assert spec["config"][part]["labelFontSize"] >= PROJECTOR_FONT
+    assert spec["config"]["text"]["fontSize"] >= PROJECTOR_FONT
+    (cell_font,) = _values(spec, "fontSize")  # the heatmap's own 8 px numbers
+    assert cell_font >= PROJECTOR_FONT
+
+
+def test_a_heatmaps_cells_grow_with_their_numbers():
+    plain = _heatmap()
+    big = projected(plain)
+    (small_font,), (big_font,) = _values(plain, "fontSize"), _values(big, "fontSize")
+    growth = big_font / small_font
+    assert growth > SCALE  # more than the common factor: 8 px had to reach the projector size
+    assert big["width"] == round(plain["width"] * growth, 1) and big["height"] == round(plain["height"] * growth, 1)
+
+
+def test_charts_do_not_shrink_and_the_cached_spec_is_left_alone():
+    plain = to_spec(charts.softmax_bars(ROW, TEXT, NAMES))
+    before = copy.deepcopy(plain)
+    big = projected(plain)
+    validate_jsonschema(big, alt.load_schema())
+    assert plain == before  # a cached spec is shared by every session
+    assert big["height"] >= SCALE * plain["height"]
+    assert projected(big) == big  # projecting twice changes nothing
+    assert big["config"]["line"] == PROJECTOR_CHART["line"]
+
+
+def test_long_titles_break_into_lines_in_english_and_chinese():
+    title = "Both on one axis: dashed N(0, d_k) and N(0, 1); shaded [-3, 3]"
+    lines = wrap(title, 14)
+    assert len(lines) > 1 and " ".join(lines) == title
+    zh = "同一坐标轴：虚线为 N(0, d_k) 与 N(0, 1)；阴影为 [-3, 3]"
+    lines = wrap(zh, 10)
+    assert len(lines) > 1 and all(len(line) <= 16 for line in lines)
+    assert "".join(lines).replace(" ", "") == zh.replace(" ", "")
+    spec = projected(to_spec(charts.softmax_bars(ROW, {**TEXT, "title": title * 2}, NAMES)))
+    assert isinstance(spec["title"], list) and len(spec["title"]) > 1
+
+
+def test_projector_mode_is_part_of_the_cache_key(monkeypatch):
+    import streamlit as st
+
+    plain = spec_of(charts.softmax_bars, ROW, TEXT, NAMES)
+    monkeypatch.setitem(st.session_state, "projector", True)
+    big = spec_of(charts.softmax_bars, ROW, TEXT, NAMES)
+    assert big["usermeta"]["projected"] and "usermeta" not in plain
+    assert big["config"]["axis"]["labelFontSize"] == PROJECTOR_CHART["axis"]["labelFontSize"]
+    monkeypatch.setitem(st.session_state, "projector", False)
+    assert spec_of(charts.softmax_bars, ROW, TEXT, NAMES) == plain
+
+
+def test_long_axis_titles_break_into_lines():
+    long = "feature of Concat (head i holds columns i·d_k to (i+1)·d_k − 1)"
+    spec = projected(to_spec(charts.softmax_bars(ROW, {**TEXT, "x": long}, NAMES)))
+    validate_jsonschema(spec, alt.load_schema())
+    titles = [v["title"] for v in _encodings(spec) if isinstance(v.get("title"), list)]
+    assert titles and all(" ".join(t) == long for t in titles)
+
+
+def _encodings(node):
+    if isinstance(node, dict):
+        found = [v for k, v in node.get("encoding", {}).items() if k in ("x", "y") and isinstance(v, dict)]
+        return found + [x for k, v in node.items() if k not in ("config", "datasets") for x in _encodings(v)]
+    if isinstance(node, list):
+        return [x for item in node for x in _encodings(item)]
+    return []
