@@ -46,7 +46,7 @@ html { font-size: 21px; }
 [data-testid="stCaptionContainer"], [data-testid="stCaptionContainer"] * { color: #111 !important; }
 [data-testid="stMainBlockContainer"] { padding-left: 1.5rem !important; padding-right: 1.5rem !important; }
 [data-testid="stMetricLabel"] *, [data-testid="stMetricDelta"], [data-testid="stMetricDelta"] *,
-[data-testid="stSidebarNavLink"] * {
+[data-testid="stSidebarNavLink"] *, [data-testid="stNavSectionHeader"], [data-testid="stNavSectionHeader"] * {
   white-space: normal !important; overflow: visible !important; text-overflow: clip !important;
 }
 [data-testid="stMetricDelta"] { height: auto !important; }
