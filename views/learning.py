@@ -172,37 +172,16 @@ with st.container(border=True):
 
 settings = (task, d_model, heads, layers, lr, steps, scaled, seed())
 key = ("learn", *settings)
-try:
-    cfg = tables.learn_config(*settings)
-except tables.TooMuchWork as err:
-    st.warning(t("learning.too_much", factor=err.factor), icon=":material/timer_off:")
-    st.stop()
-except ValueError as err:
-    st.warning(t("learning.bad_settings") + " " + literal(err), icon=":material/error:")
-    st.stop()
-
-result = training.results().get(key)
-kept = st.session_state.get(KEPT)
-if result is None and kept is not None and kept[0] == key:
-    result = kept[1]
-status = st.container()  # drawn on every run: what appears in it shifts nothing below
-if clicked:
-    with status, friendly_errors(t("learning.sections.training")):
-        result = (
-            training.train_in_slot(
-                key,
-                lambda **kw: train(cfg, **kw),
-                budget_s=tables.TIME_BUDGET_S,
-                stop_key="learn_stop",
-                where=status,
-                complete=lambda r: r.diverged or not r.stopped,
-            )
-            or result
-        )
-        if result is not None and result.stopped and not result.diverged:
-            st.session_state[KEPT] = (key, result)
-if training.was_stopped():
-    status.info(t("learning.stopped"), icon=":material/stop_circle:")
+result = training.trained(
+    key,
+    lambda: tables.learn_config(*settings),
+    train,
+    clicked=clicked,
+    kept_key=KEPT,
+    budget_s=tables.TIME_BUDGET_S,
+    stop_key="learn_stop",
+    complete=lambda r: r.diverged or not r.stopped,
+)
 
 left, right = st.columns([3, 2])
 with right:

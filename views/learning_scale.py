@@ -9,7 +9,7 @@ from explorer.charts import learning as charts
 from explorer.tables import learning as tables
 from explorer.ui import state as controls
 from explorer.ui import training
-from explorer.ui.frame import chart, formula, friendly_errors, header, literal, notice, predict_first, seed, spec_of
+from explorer.ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed, spec_of
 from explorer.ui.i18n import t, td, tl
 
 BUDGET_S = 2 * tables.TIME_BUDGET_S  # two runs
@@ -120,37 +120,16 @@ with st.container(border=True):
 
 settings = (task, d_k, init_scale, steps, seed())
 key = ("scale", *settings)
-try:
-    cfg = tables.scale_config(*settings)
-except tables.TooMuchWork as err:
-    st.warning(t("learning.too_much", factor=err.factor), icon=":material/timer_off:")
-    st.stop()
-except ValueError as err:
-    st.warning(t("learning.bad_settings") + " " + literal(err), icon=":material/error:")
-    st.stop()
-
-both = training.results().get(key)
-kept = st.session_state.get(KEPT)
-if both is None and kept is not None and kept[0] == key:
-    both = kept[1]
-status = st.container()  # drawn on every run: what appears in it shifts nothing below
-if clicked:
-    with status, friendly_errors(t("learning.sections.training")):
-        both = (
-            training.train_in_slot(
-                key,
-                lambda **kw: compare_scaling(cfg, **kw),
-                budget_s=BUDGET_S,
-                stop_key="scale_stop",
-                where=status,
-                complete=complete,
-            )
-            or both
-        )
-        if both is not None and not complete(both):
-            st.session_state[KEPT] = (key, both)
-if training.was_stopped():
-    status.info(t("learning.stopped"), icon=":material/stop_circle:")
+both = training.trained(
+    key,
+    lambda: tables.scale_config(*settings),
+    compare_scaling,
+    clicked=clicked,
+    kept_key=KEPT,
+    budget_s=BUDGET_S,
+    stop_key="scale_stop",
+    complete=complete,
+)
 
 left, right = st.columns([3, 2])
 with right:

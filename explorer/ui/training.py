@@ -111,3 +111,52 @@ def train_in_slot(
 def was_stopped() -> bool:
     """The previous run of this session was ended by its stop button (asked once: the flag is cleared)."""
     return bool(st.session_state.pop(STOPPED, False))
+
+
+def trained(
+    key: Hashable,
+    make_config: Callable[[], object],
+    run: Callable[..., object],
+    *,
+    clicked: bool,
+    kept_key: str,
+    stop_key: str,
+    budget_s: float,
+    complete: Callable[[object], bool],
+) -> object | None:
+    """A Learning page's training, start to end: the settings checked (a too-large or bad setting is said, and the
+    run ends there), the result on the server's shelf or kept in this session, and on a click of Train a new run
+    `run(config, keep_going=..., progress=...)` in the line for heavy work (`train_in_slot`). Returns the result to
+    show, or None before anyone trained these settings."""
+    from explorer.tables.learning import TooMuchWork  # the tables import torch-heavy modules: only where needed
+    from explorer.ui.frame import friendly_errors, literal
+
+    try:
+        config = make_config()
+    except TooMuchWork as err:
+        st.warning(t("learning.too_much", factor=err.factor), icon=":material/timer_off:")
+        st.stop()
+    except ValueError as err:
+        st.warning(t("learning.bad_settings") + " " + literal(err), icon=":material/error:")
+        st.stop()
+    result = results().get(key)
+    kept = st.session_state.get(kept_key)
+    if result is None and kept is not None and kept[0] == key:
+        result = kept[1]
+    status = st.container()  # drawn on every run: what appears in it shifts nothing below
+    if clicked:
+        with status, friendly_errors(t("learning.sections.training")):
+            ran = train_in_slot(
+                key,
+                lambda **kw: run(config, **kw),
+                budget_s=budget_s,
+                stop_key=stop_key,
+                where=status,
+                complete=complete,
+            )
+            result = ran or result
+            if result is not None and not complete(result):  # cut short by the budget: this session's only
+                st.session_state[kept_key] = (key, result)
+    if was_stopped():
+        status.info(t("learning.stopped"), icon=":material/stop_circle:")
+    return result
