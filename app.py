@@ -44,10 +44,13 @@ page = st.navigation(navigation, position="top" if sidebar_hidden() else "sideba
 current = by_page.get(page.url_path)
 st.session_state[CURRENT] = current.name if current else None  # the page's glossary link reads it
 lesson_bar(current)
-page.run()
-lesson_bar(current, bottom=True)
-publish_hidden()
-share_panel()
-url_notices()
-st.session_state[RUN_CPU] = 1000 * (time.thread_time() - _started)
-log_run_cpu("full", st.session_state[RUN_CPU])
+try:
+    page.run()
+    lesson_bar(current, bottom=True)
+    publish_hidden()
+    share_panel()
+    url_notices()
+finally:  # a page that ends its run early (st.stop) is measured too (the log first: session state may not be set then)
+    run_cpu_ms = 1000 * (time.thread_time() - _started)
+    log_run_cpu("full", run_cpu_ms)
+    st.session_state[RUN_CPU] = run_cpu_ms

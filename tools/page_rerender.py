@@ -98,7 +98,7 @@ def _new_lines(log: pathlib.Path, seen: int) -> tuple[list[tuple[str, float]], i
 async def _measure_ws(url: str, path: str, rounds: int, seed: int, log: pathlib.Path) -> dict[str, list[float]]:
     """The same back-and-forth as `measure`, over the websocket: each run's CPU from the server's log."""
     rng = random.Random(seed)
-    out = {"first_cpu": [], "first_wall": [], "warm_cpu": [], "warm_wall": [], "sections": [0, 0]}
+    out = {"first_cpu": [], "first_wall": [], "warm_cpu": [], "warm_wall": [], "sections": [0, 0], "unlogged": 0}
     seen = len(log.read_text(encoding="utf-8").splitlines()) if log.exists() else 0
     async with WsSession(url) as session:
         await session.rerun(pathlib.Path(path).stem)
@@ -110,6 +110,9 @@ async def _measure_ws(url: str, path: str, rounds: int, seed: int, log: pathlib.
             if run.errors:
                 raise SystemExit(f"{path}: {run.errors[0]}")
             lines, seen = _new_lines(log, seen)
+            if not lines:  # a fragment that is not a frame.section logs nothing: not measured, not counted as 0
+                out["unlogged"] += 1
+                return
             out[f"{kind}_cpu"].append(sum(ms for _, ms in lines))
             out[f"{kind}_wall"].append(1000 * run.seconds)
             out["sections"][0] += all(k == "fragment" for k, _ in lines)
@@ -153,6 +156,8 @@ def main() -> None:
                         print(f"| {path} | 0 | - | - | - | - | - | - |")
                         continue
                     alone, total = m["sections"]
+                    if m["unlogged"]:
+                        print(f"({path}: {m['unlogged']} runs logged no CPU time and are left out)", file=sys.stderr)
                     print(
                         f"| {path} | {len(m['warm_cpu'])} | {alone} of {total} | {med(m['warm_cpu']):.1f} "
                         f"| {_p90(m['warm_cpu']):.1f} | {med(m['first_cpu']):.1f} | {med(m['warm_wall']):.0f} "

@@ -5,7 +5,18 @@ from explorer.charts import learning as charts
 from explorer.tables import learning as tables
 from explorer.ui import state as controls
 from explorer.ui import training
-from explorer.ui.frame import chart, formula, friendly_errors, header, literal, notice, predict_first, seed, spec_of
+from explorer.ui.frame import (
+    chart,
+    formula,
+    friendly_errors,
+    header,
+    literal,
+    notice,
+    predict_first,
+    section,
+    seed,
+    spec_of,
+)
 from explorer.ui.i18n import t, td, tl
 
 MAX_INPUT = 120  # characters: 17 tokens of recall's longest words with room to spare
@@ -229,7 +240,7 @@ with left:
         buttons.button(t("learning.controls.pause"), key="learn_pause", on_click=pause, icon=":material/pause:")
         playing = st.session_state.get(PLAYING) == run_id
         with friendly_errors(t("learning.sections.snapshots")):
-            st.fragment(snapshot_section, run_every=PLAY_S if playing else None)(result, run_id)
+            section(snapshot_section, run_every=PLAY_S if playing else None)(result, run_id)
 
 with friendly_errors(t("learning.sections.own")):
     own_input_section(result if result is not None else untrained_run(*settings))

@@ -496,10 +496,15 @@ def log_run_cpu(kind: str, ms: float) -> None:
             log.write(f"{kind} {ms:.3f}\n")
 
 
-def section(fn):
+def section(fn=None, *, run_every=None):
     """A part of a page with its own controls, rerun alone when one of them changes (st.fragment): a student who
     moves a slider of one section waits for that section, not for the page. While a link panel of the sidebar is
-    open the part runs with the page instead, so that the links there follow every change."""
+    open the part runs with the page instead, so that the links there follow every change (except a part that
+    reruns itself every `run_every` seconds, an animation: it stays a fragment).
+
+    As a decorator (`@section`) or a call (`section(fn, run_every=0.8)(args)`)."""
+    if fn is None:
+        return functools.partial(section, run_every=run_every)
 
     @functools.wraps(fn)
     def timed(*args, **kwargs):
@@ -511,11 +516,11 @@ def section(fn):
             if alone:  # a run of this part only (in a full run, app.py logs the whole run)
                 log_run_cpu("fragment", 1000 * (time.thread_time() - start))
 
-    part = st.fragment(timed)
+    part = st.fragment(timed, run_every=run_every)
 
     @functools.wraps(fn)
     def run(*args, **kwargs):
-        if st.session_state.get(SHARE_OPEN) or st.session_state.get(TEACHER_OPEN):
+        if run_every is None and (st.session_state.get(SHARE_OPEN) or st.session_state.get(TEACHER_OPEN)):
             return fn(*args, **kwargs)
         return part(*args, **kwargs)
 
