@@ -506,8 +506,14 @@ def _out_of_time(config: BenchConfig, method: str, n: int, elapsed: float) -> di
 
 def _release() -> None:
     """Hand freed memory back to the OS between entries (glibc keeps it otherwise, and a server's RSS would
-    carry every entry's high-water mark into the next)."""
-    gc.collect()
+    carry every entry's high-water mark into the next).
+
+    Only the young generations are collected: what an entry leaves in reference cycles is young, while a full
+    collection walks the whole heap of the process holding the GIL. In the app's server during a benchmark, the
+    full collections after each entry held it for 20-400 ms each (py-spy --gil; a thread waiting for the GIL
+    stalled up to 450 ms), every other student's rerun waiting, and found nothing to free (collected 0).
+    """
+    gc.collect(1)
     if _LIBC is not None:
         _LIBC.malloc_trim(0)
 

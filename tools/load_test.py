@@ -5,7 +5,8 @@
     python -m tools.load_test --client ws --sessions 30 --changes 8 --think 3 9 --switch-share 0.2 \
         --out benchmarks/load_test_human.md        # a class at a human pace
     python -m tools.load_test --client ws --sessions 30 --heavy 5 --changes 8 --think 3 9 --switch-share 0.2 \
-        --global-timeout 3600 --out benchmarks/load_test_heavy.md    # ... of whom 5 start the heaviest benchmark
+        --heavy-at 60 --heavy-timeout 3600 --global-timeout 5400 \
+        --out benchmarks/load_test_heavy.md      # ... of whom 5 start the heaviest benchmark (3-4 min each)
 
 Two paces. Closed loop (the default): every session makes its next change as soon as the last one finished,
 every fifth change a page switch; the figure is the server's throughput at saturation (reruns per second).

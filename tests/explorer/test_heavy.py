@@ -5,6 +5,7 @@ import time
 
 import pytest
 
+from explorer.ui import heavy
 from explorer.ui.heavy import Full, Line
 
 
@@ -78,3 +79,49 @@ def test_a_full_line_refuses_more():
 def test_bad_sizes_are_refused_by_name():
     with pytest.raises(ValueError, match="slots"):
         Line(0, 1)
+
+
+def _second_part_race(line, keep_for_a: bool):
+    """a runs part 1 while b waits; a asks for part 2 right after part 1 (the next method of one benchmark)."""
+    order, part_one = [], threading.Event()
+    release = threading.Event()
+
+    def a():
+        with line.place(owner="a"):
+            part_one.set()
+            release.wait(10)
+            order.append("a1")
+        with line.place(owner="a" if keep_for_a else None):
+            order.append("a2")
+
+    def b():
+        with line.place(owner="b"):
+            order.append("b")
+
+    ta = threading.Thread(target=a)
+    ta.start()
+    assert part_one.wait(10)
+    tb = threading.Thread(target=b)
+    tb.start()
+    while line.state()[1] < 1:  # b stands in the line
+        time.sleep(0.01)
+    release.set()
+    ta.join(15)
+    tb.join(15)  # with a's place kept after part 2, b runs once it lapses
+    return order
+
+
+def test_an_owners_next_part_keeps_its_place_and_a_kept_place_lapses(monkeypatch):
+    monkeypatch.setattr(heavy, "KEEP_S", 1.5)  # far longer than a takes to ask again (the next line of its code)
+    assert _second_part_race(Line(slots=1, max_waiting=5), keep_for_a=True) == ["a1", "a2", "b"]
+    # without an owner nothing is kept: b, first in line, goes before a's second part
+    assert _second_part_race(Line(slots=1, max_waiting=5), keep_for_a=False) == ["a1", "b", "a2"]
+
+    monkeypatch.setattr(heavy, "KEEP_S", 0.05)
+    line = Line(slots=1, max_waiting=5)
+    with line.place(owner="a"):
+        pass
+    seen = []
+    with line.place(lambda ahead: seen.append(ahead), owner="b"):  # waits for a's kept place to lapse
+        assert line.state() == (1, 0)
+    assert seen and seen[0] == 1  # its status counted the place kept for a
