@@ -10,12 +10,14 @@
 
 Two paces. Closed loop (the default): every session makes its next change as soon as the last one finished,
 every fifth change a page switch; the figure is the server's throughput at saturation (reruns per second).
-Human pace (`--think LO HI`): after each finished change a session waits a uniform LO..HI seconds, as a student
-reading the chart would, and switches page with probability `--switch-share`; the figure is the time a
-student waits for a change. `--pages` limits the mix of pages (default: every page).
+Human pace (`--think LO HI`): after opening its first page and after each finished change a session waits a
+uniform LO..HI seconds, as a student reading the chart would, and switches page with probability
+`--switch-share`; the figure is the time a student waits for a change. `--pages` limits the mix of pages
+(default: every page).
 
 With `--client ws` the sessions speak Streamlit's websocket protocol instead (tools/ws_client.py): the
-same mix of changes, without 30 Chromium renderers competing with the server for the CPUs.
+same mix of changes, without 30 Chromium renderers competing with the server for the CPUs. As a browser does,
+a change of a control drawn inside a section (st.fragment) asks for a run of that section only.
 
 Heavy work (`--heavy K`, websocket client only): K of the sessions open the scaling page with its heaviest
 settings in the URL (heaviest_settings(); `--heavy-set KEY=VALUE` replaces some, for a short run), wait for
@@ -297,6 +299,7 @@ async def run_ws_session(
     try:
         async with WsSession(url, cookies=cookies) as session:
             await session.rerun(pages[0], timeout=timeout_s)
+            await pace.think_after(rng)  # a student reads the page before moving anything (human pace)
             c = -1
             while (c := c + 1) < changes or (until is not None and not until.is_set()):
                 result.planned = max(result.planned, c + 1)
@@ -309,8 +312,7 @@ async def run_ws_session(
                 else:
                     what, state = step
                     kind = what.split()[0].replace("select_", "")
-                    session.states[state.id] = state
-                    action = session.rerun(timeout=timeout_s)
+                    action = session.set(state, timeout=timeout_s)  # as a browser: only its section, if it has one
                 try:
                     run = await action
                 except TimeoutError:
@@ -647,8 +649,9 @@ def report(args, results, wall_s, mem: dict[str, float], command: str) -> tuple[
             "the server and shares its CPUs"
             if args.client == "browser"
             else "- the client speaks Streamlit's websocket protocol (tools/ws_client.py: one socket per session, "
-            "the widget states a browser would send; change → rerun = from sending the rerun to `script_finished`, "
-            "without the browser's debounce and drawing); it runs on the same machine"
+            "the widget states a browser would send, a section's control rerunning only its section as in a browser; "
+            "change → rerun = from sending the rerun to `script_finished`, without the browser's debounce and "
+            "drawing); it runs on the same machine"
         ),
         "",
         "| goal | met | measured |",
