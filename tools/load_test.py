@@ -121,6 +121,7 @@ class Pace:
     think: tuple[float, float] | None = None  # seconds, uniform; None: the next change at once
     switch_share: float | None = None  # probability that a change is a page switch; None: every fifth change
     pages: tuple[str, ...] = tuple(PAGE_NAMES)
+    read_first: bool = True  # human pace: think once after opening the first page too (not: change at once)
 
     def switch(self, c: int, rng: random.Random) -> bool:
         return c % 5 == 4 if self.switch_share is None else rng.random() < self.switch_share
@@ -299,7 +300,8 @@ async def run_ws_session(
     try:
         async with WsSession(url, cookies=cookies) as session:
             await session.rerun(pages[0], timeout=timeout_s)
-            await pace.think_after(rng)  # a student reads the page before moving anything (human pace)
+            if pace.read_first:
+                await pace.think_after(rng)  # a student reads the page before moving anything (human pace)
             c = -1
             while (c := c + 1) < changes or (until is not None and not until.is_set()):
                 result.planned = max(result.planned, c + 1)
@@ -625,6 +627,11 @@ def report(args, results, wall_s, mem: dict[str, float], command: str) -> tuple[
     pace = (
         f"human: think {args.think[0]:g}–{args.think[1]:g} s after each change, a page switch with probability "
         f"{args.switch_share:g}"
+        + (
+            ", the first change right after the first page opened"
+            if args.change_at_once
+            else ", the first page read for a think time too"
+        )
         if human
         else "closed loop: the next change as soon as the last finished, every fifth a page switch"
     )
@@ -705,6 +712,11 @@ def main() -> None:
         "--think", type=float, nargs=2, metavar=("LO", "HI"), help="human pace: seconds to wait after each change"
     )
     parser.add_argument("--switch-share", type=float, default=0.2, help="human pace: share of changes that switch page")
+    parser.add_argument(
+        "--change-at-once",
+        action="store_true",
+        help="human pace: the first change right after the first page opened (30 sessions open and change together)",
+    )
     parser.add_argument("--pages", nargs="+", default=PAGE_NAMES, choices=PAGE_NAMES, help="the mix of pages")
     parser.add_argument(
         "--heavy", type=int, default=0, metavar="K", help="K sessions start the scaling page's benchmark at once (ws)"
@@ -736,6 +748,7 @@ def main() -> None:
         think=tuple(args.think) if args.think else None,
         switch_share=args.switch_share if args.think else None,
         pages=tuple(args.pages),
+        read_first=not args.change_at_once,
     )
     command = "python -m tools.load_test " + shlex.join(sys.argv[1:])
 
