@@ -41,7 +41,7 @@ class Run:
     progress: list[tuple[float, str]] = field(default_factory=list)  # (perf_counter, text) of every progress bar update
     warnings: list[str] = field(default_factory=list)  # the text of every warning box drawn
     charts: int = 0  # Vega-Lite charts drawn
-    fragments: dict[str, str] = field(default_factory=dict)  # widget id -> id of the fragment that drew it
+    fragments: dict[str, str] = field(default_factory=dict)  # widget or export id -> id of the fragment that drew it
 
 
 @dataclass(frozen=True)
@@ -116,9 +116,10 @@ class WsSession:
         await self.ws.send(msg.SerializeToString())
         run = await asyncio.wait_for(self._read_until_finished(), timeout)
         run.seconds = time.perf_counter() - start
-        if fragment:  # the rest of the page stays as the last full run drew it
+        if fragment:  # the rest of the page stays as the last full run drew it; the section's own parts are new
             kept = {k: v for k, v in self.controls.items() if self.fragments.get(k) != fragment}
-            self.controls, self.exports = kept | run.controls, list(dict.fromkeys(self.exports + run.exports))
+            exports = [e for e in self.exports if self.fragments.get(e) != fragment]
+            self.controls, self.exports = kept | run.controls, exports + run.exports
         else:
             self.controls, self.exports = run.controls, run.exports
         self.fragments.update(run.fragments)
@@ -155,6 +156,8 @@ class WsSession:
             run.charts += 1
         elif kind == "download_button" and element.download_button.deferred_file_id:
             run.exports.append(element.download_button.deferred_file_id)
+            if fm.delta.fragment_id:
+                run.fragments[element.download_button.deferred_file_id] = fm.delta.fragment_id
         if fm.metadata.delta_path[:1] == [MAIN] and kind is not None and hasattr(getattr(element, kind), "id"):
             widget = getattr(element, kind)
             run.widgets[widget.id] = widget
