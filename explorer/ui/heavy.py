@@ -2,8 +2,9 @@
 
 One student starting the largest benchmark (or, later, a training run) must not freeze the other 29 nor push a
 1 GB server over its memory: every computation that can take more than about half a second runs inside
-`heavy_slot()`, which admits `SLOTS` at a time (ATTN_HEAVY_SLOTS, default 1) in first-come order. Each runs under
-attn_core's memory budget, so SLOTS x that budget bounds what heavy work can add to the server's memory.
+`heavy_slot()`, which admits `SLOTS` at a time (ATTN_HEAVY_SLOTS, default 1) in first-come order. Each step runs
+under attn_core's memory budget, which bounds the step's estimated working memory but not all the process holds
+meanwhile (measured: one heaviest benchmark adds ~440 MB with a 256 MB budget; benchmarks/load_test_heavy.md).
 
 A computation in parts (the benchmark measures one method at a time, each cached apart) keeps its place between
 them: a viewer's next part that asks within KEEP_S of the last one's end goes first. Without that the parts of
