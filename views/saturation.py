@@ -73,7 +73,7 @@ def show_example(logits: tuple[float, ...], weights_column, jacobian_column) -> 
         st.markdown("**softmax([" + ", ".join(f"{z:g}" for z in logits) + "])**")
         st.metric(
             t("saturation.metrics.jacobian"),
-            f"{stats['jacobian_norm']:.2e}",
+            f"{stats['jacobian_norm']:.3g}",
             help=t("saturation.example.jacobian_help"),
         )
         st.caption(t("saturation.example.stats", rest=stats["one_minus_max"], entropy=stats["entropy"]))
@@ -128,8 +128,8 @@ with friendly_errors(t("saturation.errors.sweep")):
     st.caption(t("saturation.now_caption", d_k=d_k))
     m1, m2, m3, m4 = st.columns(4)
     median_help, largest_help = t("saturation.metrics.median_help"), t("saturation.metrics.largest_help")
-    m1.metric(t("saturation.metrics.median_unscaled"), f"{now.jacobian_median['unscaled']:.2e}", help=median_help)
-    m2.metric(t("saturation.metrics.median_scaled"), f"{now.jacobian_median['scaled']:.2e}", help=median_help)
+    m1.metric(t("saturation.metrics.median_unscaled"), f"{now.jacobian_median['unscaled']:.3g}", help=median_help)
+    m2.metric(t("saturation.metrics.median_scaled"), f"{now.jacobian_median['scaled']:.3g}", help=median_help)
     m3.metric(t("saturation.metrics.largest_unscaled"), f"{now.max_weight['unscaled']:.3f}", help=largest_help)
     m4.metric(t("saturation.metrics.largest_scaled"), f"{now.max_weight['scaled']:.3f}", help=largest_help)
 left, right = st.columns(2)
@@ -184,7 +184,7 @@ def temperature_part(d_k, n_keys) -> None:
         m2.metric(t("saturation.metrics.ceiling"), f"{math.log(n_keys):.4f}", help=t("saturation.metrics.ceiling_help"))
         m3.metric(t("saturation.metrics.largest"), f"{chosen.max_weight:.4f}")
         m4.metric(
-            t("saturation.metrics.jacobian"), f"{chosen.jacobian_norm:.2e}", help=t("saturation.metrics.jacobian_help")
+            t("saturation.metrics.jacobian"), f"{chosen.jacobian_norm:.3g}", help=t("saturation.metrics.jacobian_help")
         )
         c1, c2 = st.columns(2)
         with c1:
