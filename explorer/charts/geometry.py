@@ -73,14 +73,17 @@ def hull_picture(
         )
     )
     names = list(marks.point)
+    legend = alt.Legend(title=None, orient="bottom", direction="horizontal", symbolSize=200, labelFontSize=13)
     special = (
         alt.Chart(marks)
         .mark_point(size=360, filled=True, opacity=1, stroke="#222222", strokeWidth=1)
         .encode(
             x=x,
             y=y,
+            # named in a legend, not by a text beside the mark: the centroid and the output can sit on a value's
+            # label (or on each other), and a legend never overlaps the picture
             shape=alt.Shape(
-                "point:N", scale=alt.Scale(domain=names, range=["diamond", "cross", "triangle-up"]), legend=None
+                "point:N", scale=alt.Scale(domain=names, range=["diamond", "cross", "triangle-up"]), legend=legend
             ),
             color=alt.Color(
                 "point:N", scale=alt.Scale(domain=names, range=[OUTPUT_COLOR, HULL_COLOR, QUERY_COLOR]), legend=None
@@ -88,13 +91,12 @@ def hull_picture(
             tooltip=["point:N", *tip],
         )
     )
-    labels = (
-        alt.Chart(pd.concat([points[["point", "x", "y"]], marks], ignore_index=True))
-        .mark_text(dx=14, dy=-14, fontSize=13, fontWeight="bold", color="#333333")
-        .encode(x=x, y=y, text="point:N")
-    )
+    label = {"dx": 14, "dy": -14, "fontSize": 13, "fontWeight": "bold"}
+    base = alt.Chart(points[["point", "x", "y"]]).encode(x=x, y=y, text="point:N")
+    halo = base.mark_text(**label, color="white", stroke="white", strokeWidth=4)  # a value's name stays legible
+    labels = base.mark_text(**label, color="#333333")  # over a marker or a line drawn beneath it
     return (
-        (lines + values + special + labels)
+        (lines + values + special + halo + labels)
         .resolve_scale(color="independent", size="independent")  # the outlines and markers keep their own colours
         .properties(title=text["title"], width=SQUARE, height=SQUARE)
     )
