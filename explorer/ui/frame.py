@@ -193,18 +193,6 @@ def _cached_table(fn, max_entries: int):
     return st.cache_data(max_entries=max_entries)(fn)
 
 
-_calls = threading.local()  # this run's results of table functions: (run, {call: result})
-
-
-def _this_runs_results() -> dict:
-    run = this_run()
-    if run is None:
-        return {}
-    if getattr(_calls, "run", None) is not run:
-        _calls.run, _calls.results = run, {}
-    return _calls.results
-
-
 @functools.cache
 def table(fn, max_entries: int):
     """fn (a function of explorer.tables) cached for the whole server by its arguments, as st.cache_data does, with:
@@ -221,7 +209,7 @@ def table(fn, max_entries: int):
             where = (name, _key(args), _key(dict(sorted(kwargs.items()))))
         except _Unkeyed:  # an argument with no exact key of its own: Streamlit hashes it, nothing is remembered
             return cached(*args, **kwargs)
-        results = _this_runs_results()
+        results = this_run().setdefault("tables", {})  # this run's results of table functions, by call
         result = results.get(where)
         if result is not None:
             return result
@@ -306,14 +294,14 @@ def memo(key: tuple, build: Callable[[], dict]) -> dict:
 
 def shared(fn):
     """A page's function (plain arguments, text dicts, frames from table()) whose results are kept for the whole
-    server by its arguments, through memo(): what @st.cache_data did, without hashing frame values, pickling the
+    server by its arguments, in memo()'s store: what @st.cache_data did, without hashing frame values, pickling the
     results on every hit, or reading the function's source on every run of the page (its decorator runs each time).
     The results are shared, not copied: callers only read them."""
     where = (fn.__code__.co_filename, fn.__code__.co_firstlineno, fn.__qualname__)
 
     @functools.wraps(fn)
     def call(*args):
-        return memo((*where, *args), lambda: fn(*args))
+        return _SPECS.get(("shared", where, _key(args)), lambda: fn(*args))
 
     return call
 

@@ -57,32 +57,35 @@ def fill(text: str, values: dict) -> str:
     return _FIELD.sub(one, text) if values else text
 
 
-# The language of the run in progress, looked up once per run: a page asks for a hundred strings or more, and each
-# read of st.session_state costs tens of microseconds. A run is told apart by its context's `cursors`, a dict
+# Things worth keeping for the rest of one run, such as the language: a page asks for a hundred strings or more, and
+# each read of st.session_state costs tens of microseconds. A run is told apart by its context's `cursors`, a dict
 # Streamlit makes afresh at the start of every run (fragment runs included).
 _this_run = threading.local()
 
 
-def this_run() -> object | None:
-    """An object that stands for the run in progress (and is another object in the next run); None outside a run."""
+def this_run() -> dict:
+    """A dict that lives as long as the run in progress (a new one in the next run; an empty, unkept one outside a
+    run): what a run looks up once and asks for again."""
     ctx = get_script_run_ctx(suppress_warning=True)
-    return ctx.cursors if ctx is not None else None
+    if ctx is None:
+        return {}
+    if getattr(_this_run, "run", None) is not ctx.cursors:
+        _this_run.run, _this_run.kept = ctx.cursors, {}
+    return _this_run.kept
 
 
 def language() -> str:
-    run = this_run()
-    if run is not None and getattr(_this_run, "run", None) is run:
-        return _this_run.lang
-    lang = st.session_state.get("lang", DEFAULT)
-    lang = lang if lang in LANGUAGES else DEFAULT
-    if run is not None:
-        _this_run.run, _this_run.lang = run, lang
+    kept = this_run()
+    lang = kept.get("lang")
+    if lang is None:
+        lang = st.session_state.get("lang", DEFAULT)
+        lang = kept["lang"] = lang if lang in LANGUAGES else DEFAULT
     return lang
 
 
 def language_changed() -> None:
     """The language control has just been drawn: look the language up again."""
-    _this_run.run = None
+    this_run().pop("lang", None)
 
 
 def browser_language() -> str:

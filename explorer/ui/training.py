@@ -17,7 +17,9 @@ from collections.abc import Callable, Hashable
 
 import streamlit as st
 
+from explorer.tables.learning import TooMuchWork
 from explorer.ui import heavy
+from explorer.ui.frame import friendly_errors, literal
 from explorer.ui.i18n import t
 
 SHELF_SIZE = 8  # finished runs kept for the whole server: a default run is well under a megabyte
@@ -128,9 +130,6 @@ def trained(
     run ends there), the result on the server's shelf or kept in this session, and on a click of Train a new run
     `run(config, keep_going=..., progress=...)` in the line for heavy work (`train_in_slot`). Returns the result to
     show, or None before anyone trained these settings."""
-    from explorer.tables.learning import TooMuchWork  # the tables import torch-heavy modules: only where needed
-    from explorer.ui.frame import friendly_errors, literal
-
     try:
         config = make_config()
     except TooMuchWork as err:

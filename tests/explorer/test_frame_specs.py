@@ -120,3 +120,22 @@ def test_the_store_drops_the_least_recently_used():
     store.get("a", lambda: {"a": 2})  # a is used again: b is now the oldest
     store.get("c", lambda: {"c": 1})
     assert store.get("a", lambda: {"a": 3}) == {"a": 1} and store.get("b", lambda: {"b": 2}) == {"b": 2}
+
+
+def test_a_run_asks_a_table_once_and_the_next_run_asks_again(monkeypatch):
+    """Within one run the same call answers with the same objects; a new run (new cursors) starts afresh."""
+    from explorer.ui import i18n
+
+    class Context:
+        cursors: dict = {}
+
+    ctx = Context()
+    monkeypatch.setattr(i18n, "get_script_run_ctx", lambda suppress_warning=False: ctx)
+    table = frame.table(weights_table, 8)
+    ctx.cursors = {}
+    first = table(4)
+    assert table(4) is first and table(5) is not first
+    assert i18n.this_run() is i18n.this_run()  # one dict for the whole run
+    ctx.cursors = {}  # Streamlit's next run
+    again = table(4)
+    assert again is not first and again.equals(first)
