@@ -108,3 +108,22 @@ def test_finite_inputs_whose_sum_overflows_are_still_accepted():
     big[1, 2] = float("nan")
     with pytest.raises(ValueError, match="^q must contain only finite numbers"):
         check_finite("q", big)
+
+
+@pytest.mark.parametrize("transposed", [False, True])
+def test_the_overflow_check_reads_large_inputs_a_slice_at_a_time(transposed):
+    """The float64 bound is exact (the largest row norm, any layout) and never holds a float64 copy of q or k:
+    the bench's heaviest live run (n 8192, d 128, 8 heads) held 128 MiB of such copies, more than tiled's
+    working memory."""
+    from attn_core._checks import _NORM_CHUNK_ELEMENTS, _largest_row_norm, check_logit_range
+    from attn_core.bench import LiveTensorBytes
+
+    q, k = (rand(2, 4, 8192, 64, seed=s, dtype=torch.float32) for s in (0, 1))  # 16 MiB each
+    if transposed:
+        q, k = (x.transpose(-1, -2).contiguous().transpose(-1, -2) for x in (q, k))
+    q[1, 2, 8000] *= 7  # one long row far from the first slice
+    assert _largest_row_norm(q) == float(q.double().norm(dim=-1).amax())
+    with LiveTensorBytes() as counter:
+        check_logit_range(q, k, 1 / 8, torch.float32)
+    slice_bytes = 8 * _NORM_CHUNK_ELEMENTS
+    assert counter.peak <= slice_bytes + 2 * 2**20 < q.nbytes  # one slice (+ its norms), not a copy of q
