@@ -197,32 +197,42 @@ def _cached_table(fn, max_entries: int):
 def table(fn, max_entries: int):
     """fn (a function of explorer.tables) cached for the whole server by its arguments, as st.cache_data does, with:
     - the cached function made once per process, not on every run of the page (Streamlit reads its source then);
-    - within one run, the same call answered with the same objects (a page that asks three times pays once for
-      hashing the arguments and unpickling the result); pages never change a returned frame in place;
+    - results kept as the objects fn returned, keyed by _key(arguments): no hashing of the arguments (~1.3 ms a
+      call in Streamlit's hasher) and no unpickling of the result on every hit. The results are shared by every
+      session: pages never change a returned frame, array or dict in place (pandas' copy-on-write keeps what
+      they derive from one apart);
+    - within one run, the same call answered without even that look-up;
     - the frames it returns remembered by origin: spec_of() keys a chart of such a frame by the call that made it
-      instead of hashing its values."""
-    cached, name = _cached_table(fn, max_entries), f"{fn.__module__}.{fn.__qualname__}"
+      instead of hashing its values.
+    Arguments with no exact key of their own (a large frame of unknown origin, an object) go to st.cache_data."""
+    name = f"{fn.__module__}.{fn.__qualname__}"
+    store = _Specs(max_entries)
 
     @functools.wraps(fn)
     def call(*args, **kwargs):
         try:
             where = (name, _key(args), _key(dict(sorted(kwargs.items()))))
         except _Unkeyed:  # an argument with no exact key of its own: Streamlit hashes it, nothing is remembered
-            return cached(*args, **kwargs)
+            return _cached_table(fn, max_entries)(*args, **kwargs)
         results = this_run().setdefault("tables", {})  # this run's results of table functions, by call
         result = results.get(where)
         if result is not None:
             return result
-        result = results[where] = cached(*args, **kwargs)
-        if isinstance(result, pd.DataFrame):
-            _remember(result, where)
-        elif isinstance(result, tuple):
-            for i, part in enumerate(result):
-                if isinstance(part, pd.DataFrame):
-                    _remember(part, (*where, i))
+        result = results[where] = store.get(where, lambda: _remembered(fn(*args, **kwargs), where))
         return result
 
     return call
+
+
+def _remembered(result, where: tuple):
+    """result, its frames (itself, or the parts of a tuple) remembered as made by the call `where`."""
+    if isinstance(result, pd.DataFrame):
+        _remember(result, where)
+    elif isinstance(result, tuple):
+        for i, part in enumerate(result):
+            if isinstance(part, pd.DataFrame):
+                _remember(part, (*where, i))
+    return result
 
 
 SMALL_FRAME = 500  # rows: a frame of unknown origin up to this size is keyed by a digest of its values (~1 ms)
@@ -260,8 +270,9 @@ def _key(value):
 
 
 class _Specs:
-    """The server's built charts by key, the least recently used dropped first. Specs are shared by every session
-    and never changed after they are built (chart() copies before adding padding or projector settings)."""
+    """Results kept for the whole server by key (built charts; a table function's results), the least recently used
+    dropped first. They are shared by every session and never changed after they are built (chart() copies a spec
+    before adding padding or projector settings)."""
 
     def __init__(self, size: int):
         self.size, self._lock, self._specs = size, threading.Lock(), collections.OrderedDict()

@@ -80,7 +80,7 @@ def test_keys_keep_types_apart_and_follow_values():
 def test_a_table_frame_is_keyed_by_its_origin_and_a_frame_made_from_it_is_not():
     table = frame.table(weights_table, 8)
     first, again = table(4), table(4)
-    assert first is not again and first.equals(again)  # outside a run: two calls, two copies
+    assert first is again  # the server's store answers with the frame it keeps: no copy, no hashing
     assert frame.origin(first) == frame.origin(again) != frame.origin(table(5))
     assert frame.origin(first[first.key > 0]) is None  # filtered: a new frame with no origin of its own
     assert frame._key(first) == frame._key(again)
@@ -137,5 +137,30 @@ def test_a_run_asks_a_table_once_and_the_next_run_asks_again(monkeypatch):
     assert table(4) is first and table(5) is not first
     assert i18n.this_run() is i18n.this_run()  # one dict for the whole run
     ctx.cursors = {}  # Streamlit's next run
-    again = table(4)
-    assert again is not first and again.equals(first)
+    assert "tables" not in i18n.this_run()
+    assert table(4) is first  # from the server's store this time
+
+
+def test_a_table_computes_each_call_once_for_the_server_and_keeps_its_last_entries():
+    calls = []
+
+    def counted(n: int, shift: float = 0.0) -> pd.DataFrame:
+        calls.append((n, shift))
+        return weights_table(n, shift)
+
+    table = frame.table(counted, 2)
+    assert table(3) is table(3)
+    assert table(3, shift=0.5) is not table(3)  # (3, 0.0) used last
+    assert calls == [(3, 0.0), (3, 0.5)]
+    table(4)  # a third entry: (3, 0.5), the least recently used, is dropped
+    assert table(3) is table(3) and calls == [(3, 0.0), (3, 0.5), (4, 0.0)]
+    assert table(3, shift=0.5).equals(weights_table(3, 0.5)) and calls[-1] == (3, 0.5)  # made again
+    assert table(3, 0.5).equals(table(3, shift=0.5))  # a positional and a named argument: two keys, both right
+
+
+def test_a_table_argument_with_no_exact_key_goes_to_streamlits_cache():
+    def rows_of(frame_: pd.DataFrame) -> int:
+        return len(frame_)
+
+    big = pd.DataFrame({"x": range(frame.SMALL_FRAME + 1)})
+    assert frame.table(rows_of, 2)(big) == frame.SMALL_FRAME + 1
