@@ -25,7 +25,7 @@ import torch
 from streamlit import dataframe_util, runtime
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from explorer.charts.common import to_spec
+from explorer.charts.common import to_wire_spec
 from explorer.charts.projector import projected
 from explorer.ui import state
 from explorer.ui.glossary import glossary_link
@@ -135,7 +135,7 @@ def wire(figure) -> dict:
     st.vega_lite_chart re-encodes inline data to Arrow on every run, unless it already is; a page that caches
     wire(...) by its parameters pays for the encoding once for the whole server.
     """
-    spec = figure if isinstance(figure, dict) else to_spec(figure)
+    spec = figure if isinstance(figure, dict) else to_wire_spec(figure)
     datasets = spec.get("datasets")
     if not datasets or all(isinstance(v, bytes) for v in datasets.values()):
         return spec
