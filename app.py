@@ -8,6 +8,7 @@ import torch
 
 from explorer.ui.frame import lesson_bar, log_run_cpu, page_title, share_panel, sidebar, sidebar_hidden
 from explorer.ui.glossary import CURRENT
+from explorer.ui.heavy import settle_allocator
 from explorer.ui.i18n import t
 from explorer.ui.registry import PAGES, SECTIONS
 from explorer.ui.state import publish_hidden, url_notices
@@ -20,14 +21,16 @@ _started = time.thread_time()
 
 
 @st.cache_resource
-def _freeze_import_heap() -> None:
+def _settle_process() -> None:
     """Once per process: move the ~250,000 objects of the imported libraries out of the collector's generations, so
-    Python's automatic collections (the only ones left: .streamlit/config.toml turns postScriptGC off) stay short."""
+    Python's automatic collections (the only ones left: .streamlit/config.toml turns postScriptGC off) stay short;
+    and make the C allocator give large freed blocks back (explorer.ui.heavy.settle_allocator)."""
+    settle_allocator()
     gc.collect()
     gc.freeze()
 
 
-_freeze_import_heap()
+_settle_process()
 st.set_page_config(page_title="Attention Explorer", page_icon=":material/visibility:", layout="wide")
 
 sidebar()  # first: the language it sets titles the navigation

@@ -125,8 +125,7 @@ def _largest_row_norm(x: torch.Tensor) -> float:
     x = x.detach()
     rows_per_slice = max(1, _NORM_CHUNK_ELEMENTS // max(1, x.numel() // x.shape[-2]))
     maxima = [
-        x[..., i : i + rows_per_slice, :].double().norm(dim=-1).amax()
-        for i in range(0, x.shape[-2], rows_per_slice)
+        x[..., i : i + rows_per_slice, :].double().norm(dim=-1).amax() for i in range(0, x.shape[-2], rows_per_slice)
     ]
     return float(torch.stack(maxima).amax())
 

@@ -124,6 +124,9 @@ ROW_FIELDS = (
 
 Progress = Callable[[int, int, str], None]
 TIME_LIMIT_STATUS = "skipped: time limit"  # how a row skipped for the time limit begins
+# how a row begins that did not fit in what the process may still take (run_benchmark's headroom)
+HEADROOM_STATUS = "skipped: the process has too little memory left"
+Headroom = Callable[[], "int | None"]
 
 
 def default_methods(device: str) -> tuple[str, ...]:
@@ -467,8 +470,10 @@ def _measure(row: dict, fn: Callable[[], object], config: BenchConfig) -> None:
     row["status"] = "ok"
 
 
-def _entry(config: BenchConfig, method: str, n: int, qkv: tuple[torch.Tensor, ...] | None) -> dict:
-    """One measured row; qkv may be None only when this entry is over the budget."""
+def _entry(
+    config: BenchConfig, method: str, n: int, qkv: tuple[torch.Tensor, ...] | None, room: int | None = None
+) -> dict:
+    """One measured row; qkv may be None only when this entry is over the budget or `room` (bytes)."""
     row = _base_row(config, method, n, _qkv_bytes(config, n))
     need, budget = estimated_bytes(method, config, n), config.memory_budget_mb * 2**20
     if need > budget:
@@ -477,6 +482,9 @@ def _entry(config: BenchConfig, method: str, n: int, qkv: tuple[torch.Tensor, ..
             f"skipped: {method} {held}needs ~{need / 2**20:.0f} MiB with its inputs "
             f"> memory budget {config.memory_budget_mb:g} MiB"
         )
+        return row
+    if room is not None and need > room:
+        row["status"] = f"{HEADROOM_STATUS} (needs ~{need / 2**20:.0f} MiB, ~{room / 2**20:.0f} MiB left)"
         return row
     try:
         fn, extra = _make_call(method, *qkv, config)
@@ -530,7 +538,9 @@ _LIBC = _load_libc()
 _ONE_AT_A_TIME = threading.Lock()
 
 
-def run_benchmark(config: BenchConfig, progress: Progress | None = None) -> list[dict]:
+def run_benchmark(
+    config: BenchConfig, progress: Progress | None = None, headroom: Headroom | None = None
+) -> list[dict]:
     """One row (keys ROW_FIELDS) per (n, method), in that order; never raises for one entry.
 
     progress(done, total, label) is called before each entry, label naming it, and once at the end
@@ -538,6 +548,9 @@ def run_benchmark(config: BenchConfig, progress: Progress | None = None) -> list
     first that would start once the limit has passed are skipped (status TIME_LIMIT_STATUS ...).
     Runs in one process take turns (a second caller waits): the budget then bounds the whole process,
     and no run times its entries against another's.
+    headroom() -> the bytes the process may still take (a server's memory less what it holds now), or None for
+    no bound; asked before each n's inputs are made: an entry that needs more (inputs included) is skipped
+    (status HEADROOM_STATUS ...). The budget bounds what one entry may take, the headroom what the process may.
     """
     rows, total = [], len(config.ns) * len(config.methods)
     budget = config.memory_budget_mb * 2**20
@@ -547,12 +560,14 @@ def run_benchmark(config: BenchConfig, progress: Progress | None = None) -> list
             elapsed = time.perf_counter() - start
             late = i > 0 and limit is not None and elapsed > limit
             at_n = config.at_length(n)
-            fits = not late and any(estimated_bytes(m, at_n, n) <= budget for m in config.methods)
+            room = None if late or headroom is None else headroom()
+            allowed = budget if room is None else min(budget, room)
+            fits = not late and any(estimated_bytes(m, at_n, n) <= allowed for m in config.methods)
             qkv = _inputs(at_n, n) if fits else None  # never made when no entry could use them
             for method in config.methods:
                 if progress is not None:
                     progress(len(rows), total, f"{method} n={n}")
-                rows.append(_out_of_time(at_n, method, n, elapsed) if late else _entry(at_n, method, n, qkv))
+                rows.append(_out_of_time(at_n, method, n, elapsed) if late else _entry(at_n, method, n, qkv, room))
                 _release()
             del qkv  # free this n's inputs before the next, larger ones
             _compare_with_sdpa(rows[-len(config.methods) :])

@@ -66,9 +66,29 @@ def measure(method, max_n, d, heads, causal, block, budget_mb, time_limit_s, see
 
     with heavy.heavy_slot(waiting):
         rows = tables.run_method(
-            method, max_n, d, heads, causal, block, budget_mb, seed, device, progress, time_limit_s=time_limit_s
+            method,
+            max_n,
+            d,
+            heads,
+            causal,
+            block,
+            budget_mb,
+            seed,
+            device,
+            progress,
+            time_limit_s=time_limit_s,
+            headroom=heavy.headroom,
         )
     bar.empty()
+    return rows
+
+
+def measured(method, max_n, d, heads, causal, block, budget_mb, time_limit_s, seed, device, say):
+    """measure(...), not kept when the server's memory cut it short: the next ask, when memory is back, runs it."""
+    args = (method, max_n, d, heads, causal, block, budget_mb, time_limit_s, seed, device)
+    rows = measure(*args, say)
+    if tables.short_of_memory(rows):
+        measure.clear(*args, say)
     return rows
 
 
@@ -236,7 +256,7 @@ with friendly_errors(t("scaling.sections.benchmark")):
     cancel.button(t("scaling.queue.cancel"), key="bench_cancel", on_click=stop_benchmark, icon=":material/cancel:")
     try:
         rows = pd.concat(
-            [measure(m, *setting, time_limit_s, seed(), DEVICE, progress_text(m)) for m in methods], ignore_index=True
+            [measured(m, *setting, time_limit_s, seed(), DEVICE, progress_text(m)) for m in methods], ignore_index=True
         )
     except heavy.Full:  # the server's line is full: say so, show the recorded runs, keep the page working
         cancel.empty()
@@ -251,6 +271,9 @@ if pts is None:
     recorded_section(runs, readable)
     st.stop()
 
+short = tables.short_of_memory(rows)
+if short:
+    st.warning(t("scaling.short_of_memory", count=short), icon=":material/memory:")
 late = tables.out_of_time(rows)
 if late:
     which = ", ".join(t("scaling.time_limit_which", method=names[m], n=n) for m, n in late.items())

@@ -23,10 +23,12 @@ import pandas as pd
 import torch
 
 from attn_core.bench import (
+    HEADROOM_STATUS,
     METHODS,
     ROW_FIELDS,
     TIME_LIMIT_STATUS,
     BenchConfig,
+    Headroom,
     Progress,
     default_methods,
     hardware_info,
@@ -133,15 +135,21 @@ def run_method(
     device="cpu",
     progress: Progress | None = None,
     time_limit_s: float | None = None,
+    headroom: Headroom | None = None,
 ) -> pd.DataFrame:
     """One method of the live run at every n, as a DataFrame with the harness's ROW_FIELDS columns.
 
     One method per call so that a page can cache each method apart: hiding one costs nothing. The time
     limit therefore bounds each method's run: its smallest n always runs, the larger ones only while
-    the method has taken less than time_limit_s.
+    the method has taken less than time_limit_s. headroom: what the process may still take (run_benchmark).
     """
     config = live_config([method], max_n, d, heads, causal, block, budget_mb, seed, device, time_limit_s)
-    return pd.DataFrame(run_benchmark(config, progress), columns=list(ROW_FIELDS))
+    return pd.DataFrame(run_benchmark(config, progress, headroom), columns=list(ROW_FIELDS))
+
+
+def short_of_memory(rows: pd.DataFrame) -> int:
+    """How many entries were skipped because the process had too little memory left (run_benchmark's headroom)."""
+    return int(rows.status.astype(str).str.startswith(HEADROOM_STATUS).sum())
 
 
 def points(rows: pd.DataFrame, source: str) -> pd.DataFrame:

@@ -246,6 +246,27 @@ def test_a_full_server_line_says_so_and_the_page_keeps_working(open_page, monkey
     assert "memory · live" in [c for df in at.dataframe for c in df.value.columns]
 
 
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_server_short_of_memory_skips_what_does_not_fit_says_so_and_keeps_nothing(monkeypatch, lang):
+    """explorer.ui.heavy.headroom: what the server may still take. 1 MiB left: n = 128 (inputs 24 KiB) runs, the
+    rest is skipped with the reason; the result is not kept, so the same click with memory back measures it all."""
+    from explorer.ui import heavy
+
+    room = {"bytes": 2**20}
+    monkeypatch.setattr(heavy, "headroom", lambda: room["bytes"])
+    tiny = {**TINY, "bench_d": 32, "bench_heads": 8}  # naive's scores at n = 512: 3 x 8 MiB
+    seed = {"en": "988", "zh": "989"}[lang]  # seeds no other test measured: nothing cached
+    at = submit(open_link(PAGE, {"lang": lang, "seed": seed, "bench_methods": "naive,tiled"}), **tiny)
+    (warning,) = [w.value for w in at.warning if "MiB" not in w.value and ("memory" in w.value or "内存" in w.value)]
+    skipped = table(at, "reason" if lang == "en" else "原因")
+    reasons = list(skipped.iloc[:, 2])
+    assert reasons and all(r.startswith(bench.HEADROOM_STATUS) for r in reasons)
+    assert str(len(reasons)) in warning and ("too little memory" in warning or "内存不足" in warning)
+    room["bytes"] = None  # memory back (or unknown): nothing kept from the cut run, everything measured
+    at = submit(at, **tiny)
+    assert not any(bench.HEADROOM_STATUS in r for df in at.dataframe for r in df.value.astype(str).values.ravel())
+
+
 def test_the_developer_command_is_folded_away_from_students(open_page):
     at = open_page(PAGE)
     assert_clean(at)

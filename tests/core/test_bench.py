@@ -219,6 +219,27 @@ def test_entries_over_the_budget_with_their_inputs_are_skipped_and_inputs_not_ma
     assert all(r["input_bytes"] == 3 * 2 * 4096 * 16 * 4 for r in rows)
 
 
+def test_entries_that_do_not_fit_in_the_processs_headroom_are_skipped_and_inputs_not_made(monkeypatch):
+    """headroom() is asked once per n, before its inputs: with 2 MiB left, n = 64 fits for every method, n = 1024
+    (inputs 0.375 MiB, naive's three score copies 24 MiB) for tiled and SDPA only, n = 4096 for none."""
+    made, make = [], bench._inputs
+    monkeypatch.setattr(bench, "_inputs", lambda config, n: made.append(n) or make(config, n))
+    asked = []
+
+    def headroom():
+        asked.append(len(made))
+        return 2 * 2**20
+
+    rows = run_benchmark(small(ns=(64, 1024, 4096), repeats=1), headroom=headroom)
+    status = {(r["method"], r["n"]): r["status"] for r in rows}
+    assert asked == [0, 1, 2] and made == [64, 1024]
+    assert all(status[(m, 64)] == "ok" for m in ("naive", "naive_masked", "tiled", "sdpa"))
+    assert status[("tiled", 1024)] == status[("sdpa", 1024)] == "ok"
+    for key in [("naive", 1024), ("naive_masked", 1024)] + [(m, 4096) for m in ("naive", "tiled", "sdpa")]:
+        assert status[key].startswith(bench.HEADROOM_STATUS) and "~2 MiB left" in status[key]
+    assert run_benchmark(small(ns=(64,), repeats=1), headroom=lambda: None)[0]["status"] == "ok"  # None: no bound
+
+
 @pytest.mark.parametrize(
     ("field", "value"),
     [

@@ -1,5 +1,6 @@
 """The server's line for heavy work: a fixed number at a time, first come first served, leaving cleanly."""
 
+import sys
 import threading
 import time
 
@@ -125,3 +126,27 @@ def test_an_owners_next_part_keeps_its_place_and_a_kept_place_lapses(monkeypatch
     with line.place(lambda ahead: seen.append(ahead), owner="b"):  # waits for a's kept place to lapse
         assert line.state() == (1, 0)
     assert seen and seen[0] == 1  # its status counted the place kept for a
+
+
+def test_headroom_is_the_servers_memory_less_the_reserve_less_what_the_process_holds(monkeypatch):
+    monkeypatch.setenv("ATTN_SERVER_MEMORY_MB", "1024")
+    monkeypatch.setattr(heavy, "resident_bytes", lambda: 700 * 2**20)
+    assert heavy.headroom() == (1024 - heavy.RESERVE_MB - 700) * 2**20
+    monkeypatch.setattr(heavy, "resident_bytes", lambda: 1000 * 2**20)
+    assert heavy.headroom() == 0  # over already: nothing more, never negative
+    monkeypatch.setattr(heavy, "resident_bytes", lambda: None)
+    assert heavy.headroom() is None  # not readable here: no bound beyond each step's own budget
+    for bad in ("lots", "100", "-5"):
+        monkeypatch.setenv("ATTN_SERVER_MEMORY_MB", bad)
+        with pytest.raises(ValueError, match="ATTN_SERVER_MEMORY_MB"):
+            heavy._server_memory_mb()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc and glibc")
+def test_resident_memory_is_read_and_grows_with_what_the_process_touches():
+    before = heavy.resident_bytes()
+    block = bytearray(64 * 2**20)  # zero pages touched by the allocation itself
+    after = heavy.resident_bytes()
+    assert before is not None and after - before >= 48 * 2**20
+    del block
+    assert heavy.settle_allocator()  # glibc accepts both settings (idempotent: the app calls it once per process)
