@@ -1,4 +1,5 @@
 import os
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -13,11 +14,13 @@ from explorer.ui.frame import (
     formula,
     friendly_errors,
     header,
+    known,
     notice,
     pinned,
     predict_first,
     seed,
     shared,
+    store,
     table,
     wire,
 )
@@ -49,17 +52,16 @@ names = td("scaling.methods")
 sources = td("scaling.sources")
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
-def measure(method, max_n, d, heads, causal, block, budget_mb, time_limit_s, seed, device, _say):
-    """One method's live rows. Its progress bar is made and emptied in here: a cache hit replays an empty slot.
+def measure(method, max_n, d, heads, causal, block, budget_mb, time_limit_s, seed, device, say):
+    """One method's live rows, measured now. Its progress bar is made and emptied in here.
 
-    _say(done, total, entry) words the bar (not part of the cache key: the rows do not depend on the language).
-    The run waits for its turn in the server's line for heavy work (explorer.ui.heavy), the bar showing its place.
+    say(done, total, entry) words the bar. The run waits for its turn in the server's line for heavy work
+    (explorer.ui.heavy), the bar showing its place.
     """
-    bar = st.progress(0.0, text=_say(0, 1, ""))
+    bar = st.progress(0.0, text=say(0, 1, ""))
 
     def progress(done, total, entry):
-        bar.progress(done / total, text=_say(done, total, entry))
+        bar.progress(done / total, text=say(done, total, entry))
 
     def waiting(ahead):
         bar.progress(0.0, text=t("scaling.queue.waiting", ahead=ahead))
@@ -84,12 +86,16 @@ def measure(method, max_n, d, heads, causal, block, budget_mb, time_limit_s, see
 
 
 def measured(method, max_n, d, heads, causal, block, budget_mb, time_limit_s, seed, device, say):
-    """measure(...), not kept when the server's memory cut it short: the next ask, when memory is back, runs it."""
-    args = (method, max_n, d, heads, causal, block, budget_mb, time_limit_s, seed, device)
-    rows = measure(*args, say)
-    if tables.short_of_memory(rows):
-        measure.clear(*args, say)
-    return rows
+    """One method's live rows, measured once for the whole server per setting (64 kept; a second student asking
+    for the same setting meanwhile waits for the first one's rows) and not kept when the server's memory cut the
+    run short: the next ask, when memory is back, measures it. The rows are named by their setting and the moment
+    they were measured, so the charts and tables made from them are keyed by that, never by hashing the rows."""
+    setting = (method, max_n, d, heads, causal, block, budget_mb, time_limit_s, seed, device)
+
+    def run():
+        return known(measure(*setting, say), "scaling.measure", setting, time.time_ns())
+
+    return store("scaling.measure", 64).get_once(setting, run, keep=lambda rows: not tables.short_of_memory(rows))
 
 
 def stop_benchmark() -> None:
@@ -170,7 +176,8 @@ if WAITING not in st.session_state:  # first visit of this session: read before 
 header(t("scaling.title"), t("scaling.lede"))
 predict_first(t("scaling.question"), t("scaling.answer"))
 
-runs = recorded_runs(tables.recorded_files(BENCHMARKS))
+files = tables.recorded_files(BENCHMARKS)
+runs = recorded_runs(files)
 readable = [r for r in runs if "error" not in r]
 with st.container(border=True):
     with st.form("scaling_run", border=False):
@@ -255,9 +262,8 @@ with friendly_errors(t("scaling.sections.benchmark")):
     cancel = st.empty()  # shown while the benchmark waits or runs, gone once its rows are in
     cancel.button(t("scaling.queue.cancel"), key="bench_cancel", on_click=stop_benchmark, icon=":material/cancel:")
     try:
-        rows = pd.concat(
-            [measured(m, *setting, time_limit_s, seed(), DEVICE, progress_text(m)) for m in methods], ignore_index=True
-        )
+        parts = [measured(m, *setting, time_limit_s, seed(), DEVICE, progress_text(m)) for m in methods]
+        rows = known(pd.concat(parts, ignore_index=True), "scaling.rows", *parts)
     except heavy.Full:  # the server's line is full: say so, show the recorded runs, keep the page working
         cancel.empty()
         st.warning(t("scaling.queue.full"), icon=":material/hourglass_disabled:")
@@ -265,7 +271,11 @@ with friendly_errors(t("scaling.sections.benchmark")):
         st.stop()
     cancel.empty()
     chosen = next((r for r in readable if r["label"] == overlay), None)
-    recorded_rows = chosen["rows"][chosen["rows"].method.isin(methods)] if chosen else None
+    recorded_rows = None
+    if chosen:
+        recorded_rows = known(
+            chosen["rows"][chosen["rows"].method.isin(methods)], "scaling.recorded", files, chosen["label"], methods
+        )
     pts = points_of(rows, recorded_rows)
 if pts is None:
     recorded_section(runs, readable)

@@ -206,7 +206,7 @@ def table(fn, max_entries: int):
       instead of hashing its values.
     Arguments with no exact key of their own (a large frame of unknown origin, an object) go to st.cache_data."""
     name = f"{fn.__module__}.{fn.__qualname__}"
-    store = _Specs(max_entries)
+    store = Store(max_entries)
 
     @functools.wraps(fn)
     def call(*args, **kwargs):
@@ -269,29 +269,77 @@ def _key(value):
     raise _Unkeyed
 
 
-class _Specs:
-    """Results kept for the whole server by key (built charts; a table function's results), the least recently used
-    dropped first. They are shared by every session and never changed after they are built (chart() copies a spec
-    before adding padding or projector settings)."""
+class Store:
+    """Results kept for the whole server by key (built charts; a table function's results; benchmark rows), the
+    least recently used dropped first. They are shared by every session and never changed after they are built
+    (chart() copies a spec before adding padding or projector settings)."""
 
     def __init__(self, size: int):
         self.size, self._lock, self._specs = size, threading.Lock(), collections.OrderedDict()
+        self._building: dict = {}  # key -> [its lock, callers waiting on it] while get_once builds it
 
-    def get(self, key, build: Callable[[], dict]) -> dict:
+    def peek(self, key):
+        """The kept value, or None."""
         with self._lock:
-            spec = self._specs.get(key)
-            if spec is not None:
+            value = self._specs.get(key)
+            if value is not None:
                 self._specs.move_to_end(key)
-                return spec
-        spec = build()  # outside the lock: two sessions missing at once both build, neither waits
+            return value
+
+    def put(self, key, value) -> None:
         with self._lock:
-            self._specs[key] = spec
+            self._specs[key] = value
             while len(self._specs) > self.size:
                 self._specs.popitem(last=False)
-        return spec
+
+    def get(self, key, build: Callable[[], object]):
+        """The kept value, or build()'s, kept. Built outside the lock: two sessions missing at once both build,
+        neither waits (for cheap builds)."""
+        value = self.peek(key)
+        if value is None:
+            value = build()
+            self.put(key, value)
+        return value
+
+    def get_once(self, key, build: Callable[[], object], keep: Callable[[object], bool] | None = None):
+        """get(), for expensive builds: one build per key at a time, a second caller waiting for the first's value.
+        A value for which keep(value) is False is returned to its caller and not kept (a waiter then builds)."""
+        value = self.peek(key)
+        if value is not None:
+            return value
+        with self._lock:
+            building = self._building.setdefault(key, [threading.Lock(), 0])
+            building[1] += 1
+        try:
+            with building[0]:
+                value = self.peek(key)
+                if value is None:
+                    value = build()
+                    if keep is None or keep(value):
+                        self.put(key, value)
+                return value
+        finally:
+            with self._lock:
+                building[1] -= 1
+                if not building[1]:
+                    self._building.pop(key, None)
 
 
-_SPECS = _Specs(256)
+@functools.cache
+def store(name: str, size: int) -> Store:
+    """The server's store called `name` (made on first use, then the same one in every session and run)."""
+    return Store(size)
+
+
+def known(frame: pd.DataFrame, *made_from) -> pd.DataFrame:
+    """frame, remembered as made from `made_from` (plain values, frames that table() returned or known() named): the
+    caller's promise that equal origins mean equal frames. spec_of, memo and @shared then key it by that origin
+    instead of digesting its values on every run."""
+    _remember(frame, ("known", _key(made_from)))
+    return frame
+
+
+_SPECS = Store(256)
 
 
 def memo(key: tuple, build: Callable[[], dict]) -> dict:

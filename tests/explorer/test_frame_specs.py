@@ -163,7 +163,7 @@ def test_memo_and_shared_answer_from_the_store():
 
 
 def test_the_store_drops_the_least_recently_used():
-    store = frame._Specs(2)
+    store = frame.Store(2)
     store.get("a", lambda: {"a": 1})
     store.get("b", lambda: {"b": 1})
     store.get("a", lambda: {"a": 2})  # a is used again: b is now the oldest
@@ -213,3 +213,35 @@ def test_a_table_argument_with_no_exact_key_goes_to_streamlits_cache():
 
     big = pd.DataFrame({"x": range(frame.SMALL_FRAME + 1)})
     assert frame.table(rows_of, 2)(big) == frame.SMALL_FRAME + 1
+
+
+def test_get_once_builds_once_for_callers_who_arrive_together_and_keeps_only_what_it_should():
+    import threading
+
+    store, started, release, builds = frame.Store(4), threading.Event(), threading.Event(), []
+
+    def slow():
+        builds.append(1)
+        started.set()
+        release.wait(5)
+        return {"rows": len(builds)}
+
+    results = []
+    first = threading.Thread(target=lambda: results.append(store.get_once("k", slow)))
+    first.start()
+    started.wait(5)
+    second = threading.Thread(target=lambda: results.append(store.get_once("k", slow)))
+    second.start()
+    release.set()
+    first.join(5)
+    second.join(5)
+    assert builds == [1] and results[0] is results[1]  # the second caller waited for the first one's value
+    assert store.get_once("cut", lambda: {"short": True}, keep=lambda v: not v["short"]) == {"short": True}
+    assert store.peek("cut") is None and store.peek("k") is results[0]
+
+
+def test_a_known_frame_is_keyed_by_what_it_was_made_from():
+    rows = known_rows = frame.known(ROW.copy(), "made", 1)
+    assert frame._key(rows) == frame._key(frame.known(ROW.assign(weight=[0.0, 0.0, 1.0]), "made", 1))  # a promise
+    assert frame._key(known_rows) != frame._key(frame.known(ROW.copy(), "made", 2))
+    assert frame.store("test.once", 3) is frame.store("test.once", 3)
