@@ -9,13 +9,14 @@ import torch
 from explorer.ui.frame import lesson_bar, log_run_cpu, page_title, share_panel, sidebar, sidebar_hidden
 from explorer.ui.glossary import CURRENT
 from explorer.ui.heavy import settle_allocator
-from explorer.ui.i18n import t
+from explorer.ui.i18n import language, t
 from explorer.ui.registry import PAGES, SECTIONS
 from explorer.ui.state import publish_hidden, url_notices
 
 # The pages' tensors are small: one thread per op wastes no time waking a pool and lets 30 sessions
 # share two cores instead of fighting over them.
 torch.set_num_threads(1)
+NAVIGATION = "_navigation_pages"  # this session's st.Page objects, by language
 RUN_CPU = "_run_cpu_ms"  # this run's CPU time in the script thread (tools.page_rerender reads it)
 _started = time.thread_time()
 
@@ -33,16 +34,28 @@ def _settle_process() -> None:
 _settle_process()
 st.set_page_config(page_title="Attention Explorer", page_icon=":material/visibility:", layout="wide")
 
-sidebar()  # first: the language it sets titles the navigation
-home = st.Page("views/home.py", title=t("pages.home.title"), icon=":material/home:", default=True)
-navigation = {"": [home]}
-by_page = {}
-for section in SECTIONS:
-    navigation[t(f"pages.sections.{section}")] = entries = []
-    for info in (p for p in PAGES if p.section == section):
-        entries.append(st.Page(info.path, title=page_title(info), icon=info.icon))
-        by_page[entries[-1].url_path] = info
 
+def _pages() -> tuple[dict, dict]:
+    """(the navigation by section, url path -> PageInfo) in the viewer's language, made once per session and
+    language: st.Page resolves and checks its file on the disk each time it is made (14 pages: ~4% of the server's
+    CPU in a closed-loop load test, py-spy). Kept per session, not per server: a page object carries its own run's
+    state (st.navigation marks the one to run)."""
+    kept = st.session_state.setdefault(NAVIGATION, {})
+    lang = language()
+    if lang not in kept:
+        home = st.Page("views/home.py", title=t("pages.home.title"), icon=":material/home:", default=True)
+        navigation, by_page = {"": [home]}, {}
+        for section in SECTIONS:
+            navigation[t(f"pages.sections.{section}")] = entries = []
+            for info in (p for p in PAGES if p.section == section):
+                entries.append(st.Page(info.path, title=page_title(info), icon=info.icon))
+                by_page[entries[-1].url_path] = info
+        kept[lang] = navigation, by_page
+    return kept[lang]
+
+
+sidebar()  # first: the language it sets titles the navigation
+navigation, by_page = _pages()
 page = st.navigation(navigation, position="top" if sidebar_hidden() else "sidebar")  # never without a way on
 current = by_page.get(page.url_path)
 st.session_state[CURRENT] = current.name if current else None  # the page's glossary link reads it
