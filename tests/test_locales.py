@@ -52,3 +52,19 @@ def test_every_key_the_code_names_exists():
                 assert any(k.startswith(key + ".") for k in en), f"{path.name}: table {key}"
             else:
                 assert key in en, f"{path.name}: {key}"
+
+
+def test_a_table_of_strings_is_made_once_per_language_unless_one_is_missing(monkeypatch):
+    from explorer.ui import i18n
+
+    assert i18n.td("saturation.series") is i18n.td("saturation.series")  # shared: pages only read it
+    assert i18n.td("saturation.charts.entropy", value=1.0) is not i18n.td("saturation.charts.entropy", value=1.0)
+    zh = dict(i18n.catalog("zh"))
+    gap = {k: v for k, v in zh.items() if k != "scaling.listing.torch"}
+    english = i18n.catalog("en")
+    monkeypatch.setattr(i18n, "catalog", lambda lang: gap if lang == "zh" else english)
+    monkeypatch.setattr(i18n, "language", lambda: "zh")
+    monkeypatch.setattr(i18n, "_TD", {})
+    first = i18n.td("scaling.listing")
+    assert first["torch"] == english["scaling.listing.torch"] and first["run"] == zh["scaling.listing.run"]
+    assert i18n.td("scaling.listing") is not first  # made again: each session notes the missing string

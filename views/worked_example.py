@@ -7,7 +7,7 @@ from explorer.charts import worked_example as charts
 from explorer.tables import notes
 from explorer.tables import worked_example as tables
 from explorer.ui import state as controls
-from explorer.ui.claims import notes_about, readable
+from explorer.ui.claims import notes_about, readable_places
 from explorer.ui.frame import (
     chart,
     formula,
@@ -261,8 +261,7 @@ with friendly_errors(t("worked_example.sections.claims")):
         format_func=lambda code: t(f"notes.short.{code}"),
         help=t("worked_example.controls.files_help"),
     )
-    text = {part: td(f"notes.{part}") for part in ("claims", "where", "why", "verdicts")}
-    text["where"] = {key: readable(where) for key, where in text["where"].items()}
+    text = {part: td(f"notes.{part}") for part in ("claims", "why", "verdicts")} | {"where": readable_places()}
     shown_table = claims_shown(seed(), tuple(chosen or ()), tuple(files or ()), text)
     headers = td("notes.columns")
     st.dataframe(  # the verdict column's marks (✗ ≈ ✓) say it: no per-row tint, which Streamlit restyles every run

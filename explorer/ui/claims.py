@@ -11,15 +11,13 @@ import re
 import streamlit as st
 
 from explorer.tables import notes
-from explorer.ui.frame import literal, seed
-from explorer.ui.i18n import t
+from explorer.ui.frame import literal, seed, table
+from explorer.ui.i18n import language, t, td
 
 COLOURS = {"right": "green", "inexact": "orange", "wrong": "red"}  # Streamlit's badge colours
 
 
-@st.cache_data(max_entries=256)
-def _result(key: str, seed: int) -> notes.Result:
-    return notes.check(key, seed)
+_result = table(notes.check, 256)  # one server-wide result per (claim, seed), no hashing on a hit
 
 
 # The notes' file numbers (000 to 004) name them in the strings; a student has no files, so the pages show a name.
@@ -29,6 +27,19 @@ _FILE = re.compile(r"\b(00[0-4])\b(?=( [^(;,])?)")
 def readable(where: str) -> str:
     """A claim's place in the notes with each file number replaced by the notes' short name (notes.short)."""
     return _FILE.sub(lambda m: t(f"notes.short.{m.group(1)}") + (" ·" if m.group(2) else ""), where)
+
+
+_WHERE: dict[str, tuple[dict, dict[str, str]]] = {}  # language -> (td's dict it was made from, readable places)
+
+
+def readable_places() -> dict[str, str]:
+    """Every claim's place in the notes (notes.where), readable, in the viewer's language: made once per language
+    (88 claims) while td keeps that table. Shared: read it, never change it."""
+    lang, where = language(), td("notes.where")
+    kept = _WHERE.get(lang)
+    if kept is None or kept[0] is not where:
+        kept = _WHERE[lang] = where, {key: readable(place) for key, place in where.items()}
+    return kept[1]
 
 
 def notes_about() -> str:

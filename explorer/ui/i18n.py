@@ -123,6 +123,21 @@ def _table(prefix: str) -> tuple[str, ...]:
     return tuple(k[len(start) :] for k in catalog(DEFAULT) if k.startswith(start) and "." not in k[len(start) :])
 
 
+_TD: dict[tuple[str, str], dict[str, str]] = {}  # (language, table) -> its strings, when none is missing
+
+
 def td(prefix: str, /, **values) -> dict[str, str]:
-    """Every string under a TOML table, by its name in the table: the `text` a chart builder takes."""
-    return {name: t(f"{prefix}.{name}", **values) for name in _table(prefix)}
+    """Every string under a TOML table, by its name in the table: the `text` a chart builder takes.
+
+    Without values, the same dict on every run in a language (a page asks for some tables with 100 strings on every
+    run): shared, so callers read it and never change it. A table with a missing translation is made every time,
+    so that every session notes what is missing."""
+    if values:
+        return {name: t(f"{prefix}.{name}", **values) for name in _table(prefix)}
+    lang = language()
+    kept = _TD.get((lang, prefix))
+    if kept is None:
+        kept = {name: t(f"{prefix}.{name}") for name in _table(prefix)}
+        if all(f"{prefix}.{name}" in catalog(lang) for name in _table(prefix)):
+            _TD[(lang, prefix)] = kept
+    return kept
