@@ -9,7 +9,7 @@ from explorer.charts import learning as charts
 from explorer.tables import learning as tables
 from explorer.ui import state as controls
 from explorer.ui import training
-from explorer.ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed, spec_of
+from explorer.ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed, spec_of, table
 from explorer.ui.i18n import t, td, tl
 
 BUDGET_S = 2 * tables.TIME_BUDGET_S  # two runs
@@ -32,7 +32,7 @@ SUMMARY = [
 ]
 task_names = td("learning.tasks")
 names = td("learning_scale.series")
-init_variance = st.cache_data(max_entries=8, show_spinner=False)(tables.init_variance)
+init_variance = table(tables.init_variance, 8)
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
