@@ -304,9 +304,8 @@ def report(args, lec: Lecture, results, downloads, wall_s: float, spread: Spread
         f"# {len(lec.backends)} app processes behind nginx (sticky sessions)",
         "",
         f"- date: {datetime.datetime.now().astimezone():%Y-%m-%d %H:%M %Z}",
-        f"- machine: {m['nproc']} CPUs ({m['cpu']}), {m['memory']} RAM, shared with other agents' work while "
-        f"it ran: load average {state['load_before']:.1f} before the sessions, {state['load_after']:.1f} after "
-        "(timings are noisy; the point of this run is the spread and that nothing is lost)",
+        f"- machine: {m['nproc']} CPUs ({m['cpu']}), {m['memory']} RAM; load average {state['load_before']:.1f} "
+        f"before the sessions, {state['load_after']:.1f} after them; the client and the servers share the cores",
         f"- versions: python {m['python']}, streamlit {m['streamlit']}, torch {m['torch']}, nginx {nginx_version()}",
         f"- command: `{command}`",
         f"- set-up: {len(lec.backends)} × `streamlit run app.py` on loopback ports behind nginx "
