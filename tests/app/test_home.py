@@ -23,3 +23,20 @@ def test_start_the_lesson_opens_the_first_stop_in_lesson_mode():
     assert at.sidebar.toggle(key="lesson").value is True
     assert at.query_params["lesson"] == "true"
     assert any("stop 1 of" in m.value for m in at.markdown)
+
+
+def test_the_navigation_pages_are_made_once_per_session_and_language(monkeypatch):
+    """st.Page checks its file on the disk each time it is made: app.py keeps this session's pages per language."""
+    import streamlit as st
+
+    made, page = [], st.Page
+    monkeypatch.setattr(st, "Page", lambda *args, **kwargs: made.append(args[0]) or page(*args, **kwargs))
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    first = len(made)
+    assert first == len(PAGES) + 1  # the home page and every registered page
+    at.run()
+    assert len(made) == first  # the next run reuses them
+    at.sidebar.selectbox(key="lang").set_value("zh").run()
+    assert_clean(at)
+    assert len(made) == 2 * first and "首页" in [p.title for p in at.session_state["_navigation_pages"]["zh"][0][""]]
+    assert not AppTest.from_file(APP, default_timeout=60).run().exception and len(made) == 3 * first  # new session
