@@ -83,7 +83,7 @@ def _fwd_tiles(
                        HEAD_DIM, COL_CHECK, EVEN_D)  # fmt: skip
         if DOT_IN_FP32:  # Triton's interpreter stores bf16 as uint16 and would multiply the raw bits
             k = k.to(tl.float32)
-        s = tl.dot(q, tl.trans(k), input_precision=DOT_PRECISION) * qk_scale  # (BLOCK_M, BLOCK_N)
+        s = tl.dot(q, tl.trans(k), input_precision=DOT_PRECISION)  # (BLOCK_M, BLOCK_N) raw q . k
         if CAUSAL_MASK:
             visible = cols[None, :] <= offs_m[:, None]
             if COL_CHECK:  # the tail tile's columns past N_K hold zeros, not keys
@@ -91,13 +91,15 @@ def _fwd_tiles(
             s = tl.where(visible, s, float("-inf"))
         elif COL_CHECK:
             s = tl.where(cols[None, :] < N_K, s, float("-inf"))
-        m_new = tl.maximum(m_i, tl.max(s, 1))
+        # the max of the raw logits, scaled once per row: qk_scale > 0 (the wrapper checks it), so
+        # max(s) * c = max(s * c), and each logit costs one FMA below instead of a multiply and a subtract
+        m_new = tl.maximum(m_i, tl.max(s, 1) * qk_scale)
         if CAUSAL_MASK:  # a row with no visible key yet: avoid -inf - -inf = NaN
             m_new = tl.where(m_new == float("-inf"), 0.0, m_new)
         elif COL_CHECK:
             m_new = tl.where(m_new == float("-inf"), 0.0, m_new)
         alpha = tl.exp2(m_i - m_new)  # rescales the old state; 0 while m_i = -inf
-        p = tl.exp2(s - m_new[:, None])  # (BLOCK_M, BLOCK_N), in [0, 1]
+        p = tl.exp2(s * qk_scale - m_new[:, None])  # (BLOCK_M, BLOCK_N), in [0, 1]
         l_i = l_i * alpha + tl.sum(p, 1)
         v = _load_tile(V + cols[:, None] * stride_vn + offs_d[None, :] * stride_vd, cols, N_K, offs_d,
                        HEAD_DIM, COL_CHECK, EVEN_D)  # fmt: skip
@@ -185,6 +187,92 @@ def _attn_fwd(
         tl.store(Lse + z * N_Q + offs_m, lse, mask=offs_m < N_Q)
 
 
+# --- forward through tensor descriptors (Hopper's bulk tensor copy engine) -------------------------
+# For 16-bit inputs whose lengths are multiples of the tiles and whose head dim is a power of two:
+# Q, K, V and Out are seen as 2-D (Z * N, HEAD_DIM) row arrays, and each tile moves with one
+# descriptor load (TMA on sm_90; plain loads elsewhere). WARP_SPEC asks Triton to split the key loop
+# into a loader warp feeding compute warpgroups, so the tensor cores keep working during the
+# exponentials. Triton 3.6 cannot warp-specialise a kernel with two key loops, so a causal kernel
+# with WARP_SPEC masks every tile in one loop; without it, interior tiles run unmasked.
+
+
+@triton.jit
+def _fwd_tiles_desc(
+    acc, l_i, m_i, q, desc_k, desc_v, kv_row, lo, hi, offs_m, offs_n, qk_scale,
+    BLOCK_N: tl.constexpr, CAUSAL_MASK: tl.constexpr, WARP_SPEC: tl.constexpr, DOT_IN_FP32: tl.constexpr,
+):  # fmt: skip
+    """_fwd_tiles for whole tiles read through descriptors. # per tile: read 2 BLOCK_N d; 2 BLOCK_M BLOCK_N d FMAs"""
+    for start_n in tl.range(lo, hi, BLOCK_N, warp_specialize=WARP_SPEC):
+        start_n = tl.multiple_of(start_n, BLOCK_N)
+        k = desc_k.load([kv_row + start_n, 0])  # (BLOCK_N, HEAD_DIM)
+        if DOT_IN_FP32:
+            k = k.to(tl.float32)
+        s = tl.dot(q, tl.trans(k))  # (BLOCK_M, BLOCK_N) raw q . k
+        if CAUSAL_MASK:  # key 0 is visible to every query, so no row stays at -inf past the first tile
+            s = tl.where((start_n + offs_n)[None, :] <= offs_m[:, None], s, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(s, 1) * qk_scale)
+        alpha = tl.exp2(m_i - m_new)
+        p = tl.exp2(s * qk_scale - m_new[:, None])
+        l_i = l_i * alpha + tl.sum(p, 1)
+        v = desc_v.load([kv_row + start_n, 0])
+        if DOT_IN_FP32:
+            v = v.to(tl.float32)
+        acc = tl.dot(p.to(desc_v.dtype).to(v.dtype), v, acc * alpha[:, None])
+        m_i = m_new
+    return acc, l_i, m_i
+
+
+@triton.jit
+def _attn_fwd_desc(
+    desc_q, desc_k, desc_v, Out, Lse, N_Q, N_K, qk_scale,
+    HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr,
+    WARP_SPEC: tl.constexpr, DOT_IN_FP32: tl.constexpr,
+):  # fmt: skip
+    """_attn_fwd for N_Q, N_K multiples of BLOCK_M, BLOCK_N and a power-of-two HEAD_DIM: no checks at all.
+
+    Out (contiguous) is written with plain stores: Triton 3.6's warp specialisation rejects a
+    descriptor store after the loop ("tensor descriptor block and tensor types must match").
+    """
+    n_m_blocks = N_Q // BLOCK_M
+    pid = tl.program_id(0)
+    z = pid // n_m_blocks
+    block = pid % n_m_blocks
+    if CAUSAL:  # longest first
+        block = n_m_blocks - 1 - block
+    m0 = block * BLOCK_M
+    q_row = z * N_Q + m0  # rows of the 2-D views (the wrapper keeps Z * N below 2^31)
+    kv_row = z * N_K
+    offs_m = m0 + tl.arange(0, BLOCK_M)
+    offs_n = tl.arange(0, BLOCK_N)
+    q = desc_q.load([q_row, 0])  # (BLOCK_M, HEAD_DIM)
+    if DOT_IN_FP32:
+        q = q.to(tl.float32)
+    m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
+    l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
+    if CAUSAL:
+        hi = tl.minimum(m0 + BLOCK_M, N_K)
+        if WARP_SPEC:
+            acc, l_i, m_i = _fwd_tiles_desc(acc, l_i, m_i, q, desc_k, desc_v, kv_row, 0, hi, offs_m, offs_n, qk_scale,
+                                            BLOCK_N, True, True, DOT_IN_FP32)  # fmt: skip
+        else:
+            full_hi = tl.minimum(((m0 + 1) // BLOCK_N) * BLOCK_N, hi)
+            acc, l_i, m_i = _fwd_tiles_desc(acc, l_i, m_i, q, desc_k, desc_v, kv_row, 0, full_hi, offs_m, offs_n,
+                                            qk_scale, BLOCK_N, False, False, DOT_IN_FP32)  # fmt: skip
+            acc, l_i, m_i = _fwd_tiles_desc(acc, l_i, m_i, q, desc_k, desc_v, kv_row, full_hi, hi, offs_m, offs_n,
+                                            qk_scale, BLOCK_N, True, False, DOT_IN_FP32)  # fmt: skip
+    else:
+        acc, l_i, m_i = _fwd_tiles_desc(acc, l_i, m_i, q, desc_k, desc_v, kv_row, 0, N_K, offs_m, offs_n, qk_scale,
+                                        BLOCK_N, False, WARP_SPEC, DOT_IN_FP32)  # fmt: skip
+    # every row saw key 0 at least (top-left causal, N_K >= BLOCK_N), so l_i > 0
+    offs_d = tl.arange(0, HEAD_DIM)
+    tl.store(
+        Out + (q_row + tl.arange(0, BLOCK_M))[:, None] * HEAD_DIM + offs_d[None, :],
+        (acc / l_i[:, None]).to(Out.dtype.element_ty),
+    )
+    tl.store(Lse + z * N_Q + offs_m, m_i + tl.log2(l_i))
+
+
 # --- backward -----------------------------------------------------------------------------------
 # With P = softmax weights, dO = incoming gradient, D_i = sum_d dO_id O_id = sum_j P_ij dP_ij:
 #     dV = P^T dO,   dP = dO V^T,   dS = P * (dP - D),   dQ = dS K * c,   dK = dS^T Q * c   (c = scale/temp)
@@ -197,16 +285,21 @@ def _attn_fwd(
 
 @triton.jit
 def _attn_bwd_delta(
-    Out, DO, Delta, N_ROWS,
+    Out, DO, Delta, DQAcc, N_ROWS,
     HEAD_DIM: tl.constexpr, HEAD_DIM_PAD: tl.constexpr, BLOCK: tl.constexpr, EVEN_D: tl.constexpr,
+    ZERO_DQ: tl.constexpr,
 ):  # fmt: skip
-    """Delta[r] = sum_d Out[r, d] * DO[r, d] in fp32 over the Z * N_Q rows. # read 2 N d; write N"""
+    """Delta[r] = sum_d Out[r, d] * DO[r, d] in fp32 over the Z * N_Q rows; with ZERO_DQ, also zero the
+    fp32 dQ accumulator of the atomic backward (one launch fewer than a memset). # read 2 N d; write N"""
     rows = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     offs_d = tl.arange(0, HEAD_DIM_PAD)
     offs = rows[:, None] * HEAD_DIM + offs_d[None, :]
     o = _load_tile(Out + offs, rows, N_ROWS, offs_d, HEAD_DIM, True, EVEN_D).to(tl.float32)
     do = _load_tile(DO + offs, rows, N_ROWS, offs_d, HEAD_DIM, True, EVEN_D).to(tl.float32)
     tl.store(Delta + rows, tl.sum(o * do, 1), mask=rows < N_ROWS)
+    if ZERO_DQ:
+        _store_tile(DQAcc + offs, tl.zeros([BLOCK, HEAD_DIM_PAD], dtype=tl.float32), rows, N_ROWS, offs_d, HEAD_DIM,
+                    True, EVEN_D)  # fmt: skip
 
 
 @triton.jit
@@ -232,8 +325,8 @@ def _dkdv_tiles(
             q = q.to(tl.float32)
             do = do.to(tl.float32)
         lse = _load_rowvec(Lse + rows, rows, N_Q, ROW_CHECK)
-        s_t = tl.dot(k, tl.trans(q), input_precision=DOT_PRECISION) * qk_scale  # (BLOCK_N, BLOCK_M)
-        p_t = tl.exp2(s_t - lse[None, :])  # the forward's softmax weights, transposed
+        s_t = tl.dot(k, tl.trans(q), input_precision=DOT_PRECISION)  # (BLOCK_N, BLOCK_M) raw
+        p_t = tl.exp2(s_t * qk_scale - lse[None, :])  # the forward's softmax weights, transposed
         if CAUSAL_MASK:
             p_t = tl.where(cols[:, None] <= rows[None, :], p_t, 0.0)
         dv = tl.dot(p_t.to(Q.dtype.element_ty).to(do.dtype), do, dv, input_precision=DOT_PRECISION)
@@ -262,8 +355,8 @@ def _dq_tiles(
         if DOT_IN_FP32:
             k = k.to(tl.float32)
             v = v.to(tl.float32)
-        s = tl.dot(q, tl.trans(k), input_precision=DOT_PRECISION) * qk_scale  # (BLOCK_M, BLOCK_N)
-        p = tl.exp2(s - lse[:, None])
+        s = tl.dot(q, tl.trans(k), input_precision=DOT_PRECISION)  # (BLOCK_M, BLOCK_N) raw
+        p = tl.exp2(s * qk_scale - lse[:, None])
         if CAUSAL_MASK:
             visible = cols[None, :] <= rows[:, None]
             if COL_CHECK:  # a zero key past N_K has logit 0, which may exceed every real one: drop it
@@ -421,3 +514,120 @@ def _attn_bwd(
             j * BLOCK_M2, N_Q, N_K, qk_scale, sm_scale, HEAD_DIM, HEAD_DIM_PAD, BLOCK_M2, BLOCK_N2,
             CAUSAL, EVEN_M, EVEN_N, EVEN_D, DOT_PRECISION, DOT_IN_FP32,
         )  # fmt: skip
+
+
+# --- backward with atomic dQ: five matmuls per tile pair ------------------------------------------
+# FlashAttention-2's order: each program owns one key block and walks the query tiles; dS, computed
+# once, gives dK (kept on chip) and this block's share of dQ, added in fp32 to a zeroed accumulator
+# with atomics. Five matmuls per (query tile, key block) pair instead of seven, and half the
+# exponentials; the sum's order, and so its last bits, depends on scheduling (deterministic=False).
+
+
+@triton.jit
+def _dkdv_dq_tiles(
+    dk, dv, k, v, Q, DO, Lse, Delta, DQAcc, stride_qm, stride_qd,
+    lo, hi, cols, offs_m, offs_d, N_Q, qk_scale, sm_scale,
+    HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, EVEN_D: tl.constexpr,
+    CAUSAL_MASK: tl.constexpr, ROW_CHECK: tl.constexpr, DOT_PRECISION: tl.constexpr, DOT_IN_FP32: tl.constexpr,
+):  # fmt: skip
+    """_dkdv_tiles, plus dQ[rows] += dS K * sm_scale for each query tile. # 5 matmuls of BLOCK_M BLOCK_N d"""
+    for start_m in range(lo, hi, BLOCK_M):
+        start_m = tl.multiple_of(start_m, BLOCK_M)
+        rows = start_m + offs_m  # (BLOCK_M,)
+        q = _load_tile(Q + rows[:, None] * stride_qm + offs_d[None, :] * stride_qd, rows, N_Q, offs_d,
+                       HEAD_DIM, ROW_CHECK, EVEN_D)  # fmt: skip
+        do = _load_tile(DO + rows[:, None] * HEAD_DIM + offs_d[None, :], rows, N_Q, offs_d, HEAD_DIM, ROW_CHECK, EVEN_D)
+        if DOT_IN_FP32:
+            q = q.to(tl.float32)
+            do = do.to(tl.float32)
+        lse = _load_rowvec(Lse + rows, rows, N_Q, ROW_CHECK)
+        s_t = tl.dot(k, tl.trans(q), input_precision=DOT_PRECISION)  # (BLOCK_N, BLOCK_M) raw
+        p_t = tl.exp2(s_t * qk_scale - lse[None, :])
+        if CAUSAL_MASK:
+            p_t = tl.where(cols[:, None] <= rows[None, :], p_t, 0.0)
+        dv = tl.dot(p_t.to(Q.dtype.element_ty).to(do.dtype), do, dv, input_precision=DOT_PRECISION)
+        delta = _load_rowvec(Delta + rows, rows, N_Q, ROW_CHECK)
+        dp_t = tl.dot(v, tl.trans(do), input_precision=DOT_PRECISION)  # (BLOCK_N, BLOCK_M)
+        ds_t = (p_t * (dp_t - delta[None, :])).to(Q.dtype.element_ty).to(q.dtype)
+        dk = tl.dot(ds_t, q, dk, input_precision=DOT_PRECISION)
+        dq = tl.dot(tl.trans(ds_t), k, input_precision=DOT_PRECISION)  # (BLOCK_M, HEAD_DIM_PAD)
+        dq_ptrs = DQAcc + rows[:, None] * HEAD_DIM + offs_d[None, :]
+        if ROW_CHECK:
+            if EVEN_D:
+                tl.atomic_add(dq_ptrs, dq * sm_scale, mask=rows[:, None] < N_Q, sem="relaxed")
+            else:
+                tl.atomic_add(dq_ptrs, dq * sm_scale, mask=(rows[:, None] < N_Q) & (offs_d[None, :] < HEAD_DIM),
+                              sem="relaxed")  # fmt: skip
+        else:
+            if EVEN_D:
+                tl.atomic_add(dq_ptrs, dq * sm_scale, sem="relaxed")
+            else:
+                tl.atomic_add(dq_ptrs, dq * sm_scale, mask=offs_d[None, :] < HEAD_DIM, sem="relaxed")
+    return dk, dv
+
+
+@triton.jit
+def _attn_bwd_atomic(
+    Q, K, V, DO, Lse, Delta, DQAcc, DK, DV,
+    stride_qz, stride_qm, stride_qd,
+    stride_kz, stride_kn, stride_kd,
+    stride_vz, stride_vn, stride_vd,
+    N_Q, N_K, qk_scale, sm_scale,
+    HEAD_DIM: tl.constexpr, HEAD_DIM_PAD: tl.constexpr, BLOCK_M1: tl.constexpr, BLOCK_N1: tl.constexpr,
+    CAUSAL: tl.constexpr, EVEN_M: tl.constexpr, EVEN_N: tl.constexpr, EVEN_D: tl.constexpr,
+    DOT_PRECISION: tl.constexpr, DOT_IN_FP32: tl.constexpr,
+):  # fmt: skip
+    """Program j of slice z: dK, dV of key block j (BLOCK_N1 keys, in query steps of BLOCK_M1) and its
+    share of dQ. Key block 0 sees the most queries when causal, so the longest programs start first."""
+    n_k_blocks = tl.cdiv(N_K, BLOCK_N1)
+    pid = tl.program_id(0)
+    z = (pid // n_k_blocks).to(tl.int64)
+    n0 = (pid % n_k_blocks) * BLOCK_N1
+    Q += z * stride_qz
+    K += z * stride_kz
+    V += z * stride_vz
+    DO += z * N_Q * HEAD_DIM
+    DQAcc += z * N_Q * HEAD_DIM
+    DK += z * N_K * HEAD_DIM
+    DV += z * N_K * HEAD_DIM
+    Lse += z * N_Q
+    Delta += z * N_Q
+    cols = n0 + tl.arange(0, BLOCK_N1)
+    offs_m = tl.arange(0, BLOCK_M1)
+    offs_d = tl.arange(0, HEAD_DIM_PAD)
+    k = _load_tile(K + cols[:, None] * stride_kn + offs_d[None, :] * stride_kd, cols, N_K, offs_d,
+                   HEAD_DIM, not EVEN_N, EVEN_D)  # fmt: skip
+    v = _load_tile(V + cols[:, None] * stride_vn + offs_d[None, :] * stride_vd, cols, N_K, offs_d,
+                   HEAD_DIM, not EVEN_N, EVEN_D)  # fmt: skip
+    if DOT_IN_FP32:
+        k = k.to(tl.float32)
+        v = v.to(tl.float32)
+    dk = tl.zeros([BLOCK_N1, HEAD_DIM_PAD], dtype=tl.float32)
+    dv = tl.zeros([BLOCK_N1, HEAD_DIM_PAD], dtype=tl.float32)
+    if EVEN_M:
+        n_q_full = N_Q
+    else:
+        n_q_full = (N_Q // BLOCK_M1) * BLOCK_M1
+    if CAUSAL:  # queries before n0 see none of these keys; from diag_end on they see all of them
+        diag_end = tl.cdiv(n0 + BLOCK_N1, BLOCK_M1) * BLOCK_M1
+        dk, dv = _dkdv_dq_tiles(
+            dk, dv, k, v, Q, DO, Lse, Delta, DQAcc, stride_qm, stride_qd, (n0 // BLOCK_M1) * BLOCK_M1,
+            tl.minimum(diag_end, N_Q), cols, offs_m, offs_d, N_Q, qk_scale, sm_scale,
+            HEAD_DIM, BLOCK_M1, EVEN_D, True, not EVEN_M, DOT_PRECISION, DOT_IN_FP32,
+        )  # fmt: skip
+        lo = diag_end
+    else:
+        lo = 0
+    dk, dv = _dkdv_dq_tiles(
+        dk, dv, k, v, Q, DO, Lse, Delta, DQAcc, stride_qm, stride_qd, lo, n_q_full, cols, offs_m, offs_d, N_Q,
+        qk_scale, sm_scale, HEAD_DIM, BLOCK_M1, EVEN_D, False, False, DOT_PRECISION, DOT_IN_FP32,
+    )  # fmt: skip
+    if not EVEN_M:
+        dk, dv = _dkdv_dq_tiles(
+            dk, dv, k, v, Q, DO, Lse, Delta, DQAcc, stride_qm, stride_qd, tl.maximum(lo, n_q_full), N_Q, cols,
+            offs_m, offs_d, N_Q, qk_scale, sm_scale, HEAD_DIM, BLOCK_M1, EVEN_D, False, True, DOT_PRECISION,
+            DOT_IN_FP32,
+        )  # fmt: skip
+    offs = cols[:, None] * HEAD_DIM + offs_d[None, :]
+    _store_tile(DK + offs, (dk * sm_scale).to(DK.dtype.element_ty), cols, N_K, offs_d, HEAD_DIM, not EVEN_N, EVEN_D)
+    _store_tile(DV + offs, dv.to(DV.dtype.element_ty), cols, N_K, offs_d, HEAD_DIM, not EVEN_N, EVEN_D)

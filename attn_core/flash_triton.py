@@ -21,7 +21,6 @@ set before triton is first imported (correct, slow: for tests). Elsewhere use at
 from __future__ import annotations
 
 import contextlib
-import inspect
 import math
 import os
 
@@ -111,21 +110,29 @@ def _check_inputs(q, k, v, causal) -> int:
 
 # --- launch settings ------------------------------------------------------------------------------
 # Candidates per (head dim, dtype), best guess first (what runs when tuning is off). Forward:
-# (BLOCK_M, BLOCK_N, warps, stages). Backward: (BLOCK_M1, BLOCK_N1, BLOCK_M2, BLOCK_N2, warps,
-# stages): 128-key blocks for dK, dV streamed in 32-query steps, 128-query blocks for dQ in 32-key
-# steps (BLOCK_N1 = BLOCK_M2 keeps the causal pairing balanced). fp32 tiles are twice the bytes and
-# take the exact ("ieee") dot, which runs on CUDA cores and needs far more registers: smaller tiles.
-# Checked by compiling for sm_90 without a GPU (python -m tools.flash_compile --arch 90 80
-# --all-candidates): every 16-bit first candidate spills no register, the others at most 64 bytes
-# a thread; settings that spilled hundreds of bytes were dropped.
+# (BLOCK_M, BLOCK_N, warps, stages[, flags]). Backward: (BLOCK_M1, BLOCK_N1, BLOCK_M2, BLOCK_N2, warps,
+# stages[, flags]): 128-key blocks for dK, dV streamed in BLOCK_M1-query steps, 128-query blocks for
+# dQ in BLOCK_N2-key steps (BLOCK_N1 = BLOCK_M2 keeps the causal pairing balanced). Flags:
+#   "desc"    forward through tensor descriptors (_attn_fwd_desc: TMA on Hopper) where the shapes
+#             allow (16-bit, lengths multiples of the tiles, d a power of two); else the same tiles
+#             through _attn_fwd
+#   "ws"      with "desc": the key loop warp-specialised (a loader warp feeding compute warpgroups)
+#   "atomic"  the five-matmul backward (_attn_bwd_atomic: dQ added with fp32 atomics; BLOCK_M2,
+#             BLOCK_N2 unused); deterministic=True takes the same tiles through _attn_bwd instead
+# fp32 tiles are twice the bytes and take the exact ("ieee") dot, which runs on CUDA cores and needs
+# far more registers: smaller tiles. Registers, spills and shared memory of each: tools.flash_compile.
 _FWD_16BIT = {
-    64: ((128, 64, 4, 3), (128, 64, 4, 4), (128, 128, 8, 3), (64, 64, 4, 4), (128, 32, 4, 4)),
-    128: ((128, 64, 8, 3), (128, 128, 8, 2), (128, 32, 4, 3), (64, 64, 4, 3), (64, 32, 4, 2)),
-}
+    64: ((128, 64, 4, 3), (128, 64, 4, 3, "desc+ws"), (128, 128, 4, 2, "desc+ws"), (128, 64, 4, 3, "desc"),
+         (128, 128, 8, 3, "desc"), (128, 64, 4, 4), (128, 128, 8, 3), (64, 64, 4, 4)),
+    128: ((128, 64, 8, 3), (128, 64, 4, 2, "desc+ws"), (128, 64, 4, 3, "desc+ws"), (128, 128, 4, 2, "desc+ws"),
+          (128, 64, 8, 3, "desc"), (128, 128, 8, 2, "desc"), (128, 128, 8, 2), (128, 32, 4, 3), (64, 64, 4, 3)),
+}  # fmt: skip
 _BWD_16BIT = {
-    64: ((32, 128, 128, 32, 8, 3), (32, 128, 128, 32, 4, 3), (64, 128, 128, 64, 8, 2), (32, 64, 64, 32, 4, 3)),
-    128: ((32, 128, 128, 32, 8, 2), (64, 128, 128, 64, 8, 2), (32, 64, 64, 32, 4, 2), (16, 64, 64, 16, 4, 3)),
-}
+    64: ((32, 128, 128, 32, 8, 3), (64, 128, 128, 64, 8, 3, "atomic"), (32, 128, 128, 32, 8, 3, "atomic"),
+         (64, 64, 64, 64, 4, 3, "atomic"), (64, 128, 128, 64, 8, 3), (32, 128, 128, 32, 4, 3)),
+    128: ((32, 128, 128, 32, 8, 2), (32, 128, 128, 32, 8, 2, "atomic"), (64, 128, 128, 64, 8, 2, "atomic"),
+          (32, 64, 64, 32, 4, 2, "atomic"), (64, 128, 128, 64, 8, 2), (64, 128, 128, 64, 8, 3)),
+}  # fmt: skip
 _FWD_FP32 = {
     64: ((32, 32, 4, 2), (64, 32, 8, 2), (32, 64, 4, 2)),
     128: ((32, 16, 4, 2), (16, 16, 4, 2), (32, 32, 8, 2)),
@@ -134,13 +141,26 @@ _BWD_FP32 = {
     64: ((16, 32, 32, 16, 4, 2), (16, 64, 64, 16, 4, 2), (16, 64, 64, 16, 8, 2)),
     128: ((16, 32, 32, 16, 4, 2), (16, 32, 32, 16, 8, 2), (16, 64, 64, 16, 8, 2)),
 }
-# The interpreter runs one program at a time in NumPy: one fixed, small, asymmetric setting.
+# The interpreter runs one program at a time in NumPy: one fixed, small, asymmetric setting (the
+# atomic backward; deterministic=True runs the same tiles through _attn_bwd).
 _FWD_INTERPRETED = ((32, 16, 1, 1),)
-_BWD_INTERPRETED = ((16, 32, 32, 16, 1, 1),)
+_BWD_INTERPRETED = ((16, 32, 32, 16, 1, 1, "atomic"),)
 _FWD_KEYS = ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages")
 _BWD_KEYS = ("BLOCK_M1", "BLOCK_N1", "BLOCK_M2", "BLOCK_N2", "num_warps", "num_stages")
+_FLAGS = {"desc": "DESC", "ws": "WARP_SPEC", "atomic": "ATOMIC"}
 AUTOTUNE_ENV = "ATTN_CORE_FLASH_AUTOTUNE"  # "0": take the first candidate, time nothing
 _LOG2E = math.log2(math.e)
+
+try:  # host-side tensor descriptors: triton >= 3.3
+    from triton.tools.tensor_descriptor import TensorDescriptor
+except ImportError:
+    TensorDescriptor = None
+
+
+def _as_dict(keys: tuple[str, ...], entry: tuple) -> dict:
+    """A table entry as kernel keyword arguments: its numbers by `keys`, each flag as a True constexpr."""
+    flags = entry[len(keys)].split("+") if len(entry) > len(keys) else ()
+    return {**dict(zip(keys, entry[: len(keys)], strict=True)), **{_FLAGS[f]: True for f in flags}}
 
 
 def _candidates(d_pad: int, dtype: torch.dtype, interpreting: bool) -> tuple[tuple[dict, ...], tuple[dict, ...]]:
@@ -150,9 +170,16 @@ def _candidates(d_pad: int, dtype: torch.dtype, interpreting: bool) -> tuple[tup
     else:
         fwd, bwd = (_FWD_FP32, _BWD_FP32) if dtype == torch.float32 else (_FWD_16BIT, _BWD_16BIT)
         fwd, bwd = fwd[max(64, d_pad)], bwd[max(64, d_pad)]
-    return tuple(dict(zip(_FWD_KEYS, c, strict=True)) for c in fwd), tuple(
-        dict(zip(_BWD_KEYS, c, strict=True)) for c in bwd
-    )
+    return tuple(_as_dict(_FWD_KEYS, c) for c in fwd), tuple(_as_dict(_BWD_KEYS, c) for c in bwd)
+
+
+def _without(candidates: tuple[dict, ...], *flags: str) -> tuple[dict, ...]:
+    """The candidates with `flags` removed, duplicates dropped, order kept."""
+    seen = {}
+    for c in candidates:
+        plain = {k: v for k, v in c.items() if k not in flags}
+        seen.setdefault(tuple(sorted(plain.items())), plain)
+    return tuple(seen.values())
 
 
 def _override(fwd: dict, bwd: dict, block_m: int | None, block_n: int | None) -> tuple[dict, dict]:
@@ -167,23 +194,11 @@ def _shape_class(n: int) -> int:
     return 1 << max(4, (n - 1).bit_length())
 
 
-def _even_fwd(n_q: int, n_k: int, s: dict) -> tuple[bool, bool]:
-    """(EVEN_M, EVEN_N): n_q, n_k multiples of the forward's query and key tiles."""
-    return n_q % s["BLOCK_M"] == 0, n_k % s["BLOCK_N"] == 0
-
-
-def _even_bwd(n_q: int, n_k: int, s: dict) -> tuple[bool, bool]:
-    """(EVEN_M, EVEN_N): n_q, n_k multiples of every query and key tile of the backward."""
-    return n_q % max(s["BLOCK_M1"], s["BLOCK_M2"]) == 0, n_k % max(s["BLOCK_N1"], s["BLOCK_N2"]) == 0
-
-
 class _Plan:
-    """What a launch needs besides the tensors, for one (device, dtype, d, causal, tile overrides, mode).
+    """What a launch needs besides the tensors, for one (device, dtype, d, causal, tile overrides,
+    determinism, mode). `chosen` maps (kernel, n_q class, n_k class) to the _Setting picked for it."""
 
-    `chosen` maps (kernel, n_q class, n_k class) to the kernel keyword arguments picked for it.
-    """
-
-    def __init__(self, device, dtype, d, causal, block_m, block_n, interpreting):
+    def __init__(self, device, dtype, d, causal, block_m, block_n, interpreting, deterministic=False):
         d_pad = max(MIN_HEAD_DIM, triton.next_power_of_2(d))
         self.device, self.dtype, self.d, self.causal = device, dtype, d, causal
         self.constants = dict(
@@ -194,36 +209,49 @@ class _Plan:
         fwd, bwd = _candidates(d_pad, dtype, interpreting)
         if block_m is not None or block_n is not None:
             fwd, bwd = (tuple([c]) for c in _override(fwd[0], bwd[0], block_m, block_n))
+        if dtype == torch.float32 or d != d_pad or TensorDescriptor is None:  # the descriptor path never applies
+            fwd = _without(fwd, "DESC", "WARP_SPEC")
+        if deterministic:
+            bwd = _without(bwd, "ATOMIC")
         self.candidates = {"fwd": fwd, "bwd": bwd}
         self.delta_block = max(16, 4096 // d_pad)  # _attn_bwd_delta: memory-bound, ~32 fp32 values a thread
         self.tune = not interpreting and os.environ.get(AUTOTUNE_ENV, "1").lower() not in ("0", "false", "off", "no")
-        self.chosen: dict[tuple, dict] = {}
+        self.chosen: dict[tuple, _Setting] = {}
 
-    def settings(self, kernel: str, n_q: int, n_k: int) -> dict | None:
+    def setting(self, kernel: str, n_q: int, n_k: int):
         return self.chosen.get((kernel, _shape_class(n_q), _shape_class(n_k)))
 
-    def fixed_settings(self, kernel: str, n_q: int, n_k: int) -> dict | None:
-        """The settings without timing anything, when there is nothing to choose (or tuning is off)."""
-        if self.tune and len(self.candidates[kernel]) > 1:
-            return None
-        return self.record(kernel, n_q, n_k, self.candidates[kernel][0])
+    def record(self, kernel: str, n_q: int, n_k: int, config: dict):
+        setting = self.chosen[(kernel, _shape_class(n_q), _shape_class(n_k))] = _Setting(config, self.constants)
+        return setting
 
-    def record(self, kernel: str, n_q: int, n_k: int, config: dict) -> dict:
-        settings = {**self.constants, **config}
-        self.chosen[(kernel, _shape_class(n_q), _shape_class(n_k))] = settings
-        return settings
+
+class _Setting:
+    """One chosen candidate, with its kernel keyword arguments made once (not on every call)."""
+
+    def __init__(self, config: dict, constants: dict):
+        self.config = config
+        self.desc = config.get("DESC", False)
+        self.atomic = config.get("ATOMIC", False)
+        plain = {k: v for k, v in config.items() if k not in _FLAGS.values()}
+        self.kwargs = {**constants, **plain}  # _attn_fwd, _attn_bwd
+        if self.desc:  # _attn_fwd_desc takes fewer constants
+            keep = ("HEAD_DIM", "CAUSAL", "DOT_IN_FP32", "BLOCK_M", "BLOCK_N", "num_warps", "num_stages")
+            self.desc_kwargs = {k: self.kwargs[k] for k in keep} | {"WARP_SPEC": config.get("WARP_SPEC", False)}
+        if self.atomic:
+            self.kwargs = {k: v for k, v in self.kwargs.items() if k not in ("BLOCK_M2", "BLOCK_N2")}
 
 
 _PLANS: dict[tuple, _Plan] = {}
 
 
-def _plan(device, dtype, d, causal, block_m, block_n) -> _Plan:
+def _plan(device, dtype, d, causal, block_m, block_n, deterministic=False) -> _Plan:
     """The cached plan; on a key's first call, check that the kernels can run at all (no check after that)."""
-    key = (device, dtype, d, causal, block_m, block_n, _mode() if triton is not None else None)
+    key = (device, dtype, d, causal, block_m, block_n, deterministic, _mode() if triton is not None else None)
     plan = _PLANS.get(key)
     if plan is None:
         _require_runnable(device)
-        plan = _PLANS[key] = _Plan(device, dtype, d, causal, block_m, block_n, key[-1][0])
+        plan = _PLANS[key] = _Plan(device, dtype, d, causal, block_m, block_n, key[-1][0], deterministic)
     return plan
 
 
@@ -231,7 +259,7 @@ def launch_settings() -> list[dict]:
     """Every launch setting chosen so far in this process (for tools/gpu_check.py and curious readers)."""
     return [
         dict(kernel=kernel, device=str(p.device), dtype=str(p.dtype).removeprefix("torch."), d=p.d, causal=p.causal,
-             n_q_class=nq, n_k_class=nk, **{k: v for k, v in s.items() if k in _FWD_KEYS + _BWD_KEYS})
+             n_q_class=nq, n_k_class=nk, **s.config)
         for p in _PLANS.values()
         for (kernel, nq, nk), s in p.chosen.items()
     ]  # fmt: skip
@@ -250,37 +278,29 @@ def _kernels():
     return _KERNELS
 
 
-def _autotuned(kernel, candidates: tuple[dict, ...], even):
-    """triton.autotune over `candidates`, keyed by the exact lengths (our own cache keys by class)."""
-    configs = [
-        triton.Config({k: v for k, v in c.items() if k.isupper()}, num_warps=c["num_warps"], num_stages=c["num_stages"])
-        for c in candidates
-    ]
-    extra = {"cache_results": True} if "cache_results" in inspect.signature(triton.autotune).parameters else {}
-    return triton.autotune(configs=configs, key=["N_Q", "N_K"], **extra)(
-        triton.heuristics(
-            {
-                "EVEN_M": lambda a: even(a["N_Q"], a["N_K"], a)[0],
-                "EVEN_N": lambda a: even(a["N_Q"], a["N_K"], a)[1],
-            }
-        )(kernel)
-    )
+def _bench(run) -> float:
+    """Milliseconds per call of `run` on the GPU (median; short: this runs on a class's first call)."""
+    from triton.testing import do_bench
+
+    return do_bench(run, warmup=5, rep=25, return_mode="median")
 
 
-def _launch(plan: _Plan, name: str, kernel, grid, args: tuple, n_q: int, n_k: int, even) -> None:
-    """Launch with the class's cached settings; on a class's first call, tune (CUDA) or take the first candidate."""
-    settings = plan.settings(name, n_q, n_k) or plan.fixed_settings(name, n_q, n_k)
-    if settings is not None:
-        even_m, even_n = even(n_q, n_k, settings)
-        kernel[grid(settings)](*args, EVEN_M=even_m, EVEN_N=even_n, **settings)
-        return
-    tuner = _autotuned(kernel, plan.candidates[name], even)
-    tuner[grid](*args, **plan.constants)  # times every candidate, then runs the best: the outputs are valid
-    best = tuner.best_config
-    plan.record(name, n_q, n_k, {**best.kwargs, "num_warps": best.num_warps, "num_stages": best.num_stages})
+def _choose(plan: _Plan, kernel: str, n_q: int, n_k: int, run):
+    """The class's cached setting; on a class's first call, time every candidate with `run(setting)`
+    (CUDA, tuning on) or take the first. The caller then runs the chosen one for its result."""
+    setting = plan.setting(kernel, n_q, n_k)
+    if setting is not None:
+        return setting
+    candidates = plan.candidates[kernel]
+    if not plan.tune or len(candidates) == 1:
+        return plan.record(kernel, n_q, n_k, candidates[0])
+    timed = [(_bench(lambda s=s: run(s)), i) for i, s in enumerate(_Setting(c, plan.constants) for c in candidates)]
+    return plan.record(kernel, n_q, n_k, candidates[min(timed)[1]])
 
 
 _SAME_DEVICE = contextlib.nullcontext()
+# Every output's allocation: tools.gpu_check swaps in a NaN-filled one, so an unwritten element shows.
+_empty = torch.empty
 
 
 def _on_device(device: torch.device):
@@ -290,6 +310,32 @@ def _on_device(device: torch.device):
     return _SAME_DEVICE
 
 
+def _rows_2d(x: torch.Tensor, n: int, d: int, elem: int):
+    """x (Z, n, d) as the row array a tensor descriptor reads, (Z * n, d) with row stride x.stride(1);
+    None when its rows are not evenly strided, its last dim not dense, or TMA's 16-byte alignment fails."""
+    sz, sn, sd = x.stride()
+    if sd != 1 or (x.shape[0] > 1 and sz != n * sn) or (sn * elem) % 16 or x.data_ptr() % 16:
+        return None
+    return x.shape[0] * n, sn
+
+
+def _forward_desc(q, k, v, out, lse, s: _Setting, sm_scale):
+    """Launch _attn_fwd_desc if the shapes allow; False if not (the caller takes _attn_fwd)."""
+    (z, n_q, d), n_k, bm, bn = q.shape, k.shape[1], s.config["BLOCK_M"], s.config["BLOCK_N"]
+    if n_q % bm or n_k % bn or z * max(n_q, n_k) >= 2**31:
+        return False
+    elem = q.element_size()
+    rows = [_rows_2d(x, n, d, elem) for x, n in ((q, n_q), (k, n_k), (v, n_k))]
+    if None in rows:
+        return False
+    descs = [
+        TensorDescriptor(x, shape=[r, d], strides=[sn, 1], block_shape=[b, d])
+        for x, (r, sn), b in zip((q, k, v), rows, (bm, bn, bn), strict=True)
+    ]
+    _kernels()._attn_fwd_desc[(n_q // bm * z,)](*descs, out, lse, n_q, n_k, sm_scale * _LOG2E, **s.desc_kwargs)
+    return True
+
+
 def _forward(q, k, v, plan: _Plan, sm_scale: float, out_shape=None) -> tuple[torch.Tensor, torch.Tensor]:
     """(out, lse (Z, n_q) fp32, in log2 units) for q (Z, n_q, d), k, v (Z, n_k, d).
 
@@ -297,37 +343,59 @@ def _forward(q, k, v, plan: _Plan, sm_scale: float, out_shape=None) -> tuple[tor
     kernel sees only its memory, so no view has to be returned through autograd.
     """
     (z, n_q, d), n_k = q.shape, k.shape[1]
-    out = torch.empty(out_shape or (z, n_q, d), dtype=q.dtype, device=q.device)
+    out = _empty(out_shape or (z, n_q, d), dtype=q.dtype, device=q.device)
     lse = torch.empty((z, n_q), dtype=torch.float32, device=q.device)
-    if z:
-        args = (q, k, v, out, lse, *q.stride(), *k.stride(), *v.stride(), n_q, n_k, sm_scale * _LOG2E)
-        with _on_device(q.device):
-            _launch(plan, "fwd", _kernels()._attn_fwd, lambda s: (-(-n_q // s["BLOCK_M"]) * z,), args,
-                    n_q, n_k, _even_fwd)  # fmt: skip
+    if not z:
+        return out, lse
+    out3 = out.view(z, n_q, d)
+    args = (q, k, v, out3, lse, *q.stride(), *k.stride(), *v.stride(), n_q, n_k, sm_scale * _LOG2E)
+
+    def run(s: _Setting):
+        if s.desc and _forward_desc(q, k, v, out3, lse, s, sm_scale):
+            return
+        bm, bn = s.kwargs["BLOCK_M"], s.kwargs["BLOCK_N"]
+        grid = (-(-n_q // bm) * z,)
+        _kernels()._attn_fwd[grid](*args, EVEN_M=n_q % bm == 0, EVEN_N=n_k % bn == 0, **s.kwargs)
+
+    with _on_device(q.device):
+        run(_choose(plan, "fwd", n_q, n_k, run))
     return out, lse
 
 
 def _backward(q, k, v, out, lse, dout, plan: _Plan, sm_scale: float, shapes=None) -> tuple[torch.Tensor, ...]:
     """(dq, dk, dv), contiguous, of `shapes` (default those of q, k, v (Z, n, d)), from the saved forward
     and dout, both contiguous with Z * n_q rows of d."""
-    (z, n_q, _), n_k = q.shape, k.shape[1]
-    dq, dk, dv = (torch.empty(shape, dtype=q.dtype, device=q.device) for shape in shapes or (q.shape, k.shape, v.shape))
+    (z, n_q, d), n_k = q.shape, k.shape[1]
+    dq, dk, dv = (_empty(shape, dtype=q.dtype, device=q.device) for shape in shapes or (q.shape, k.shape, v.shape))
     if not z:
         return dq, dk, dv
     kernels, c = _kernels(), plan.constants
     delta = torch.empty((z, n_q), dtype=torch.float32, device=q.device)  # D_i = rowsum(dO * O)
+    strides = (*q.stride(), *k.stride(), *v.stride())
+    scales = (sm_scale * _LOG2E, sm_scale)
+    delta_grid = (-(-z * n_q // plan.delta_block),)
+    delta_kw = dict(HEAD_DIM=d, HEAD_DIM_PAD=c["HEAD_DIM_PAD"], BLOCK=plan.delta_block, EVEN_D=c["EVEN_D"])
+
+    def run(s: _Setting):
+        m1, n1 = s.kwargs["BLOCK_M1"], s.kwargs["BLOCK_N1"]
+        if s.atomic:  # dQ summed in fp32 (in dq itself when that is fp32), zeroed by the delta kernel
+            acc = dq if dq.dtype == torch.float32 else torch.empty((z, n_q, d), dtype=torch.float32, device=q.device)
+            kernels._attn_bwd_delta[delta_grid](out, dout, delta, acc, z * n_q, ZERO_DQ=True, **delta_kw)
+            grid = (-(-n_k // n1) * z,)
+            kernels._attn_bwd_atomic[grid](q, k, v, dout, lse, delta, acc, dk, dv, *strides, n_q, n_k, *scales,
+                                           EVEN_M=n_q % m1 == 0, EVEN_N=n_k % n1 == 0, **s.kwargs)  # fmt: skip
+            if acc is not dq:
+                dq.view(z, n_q, d).copy_(acc)
+            return
+        m2, n2 = s.kwargs["BLOCK_M2"], s.kwargs["BLOCK_N2"]
+        kernels._attn_bwd_delta[delta_grid](out, dout, delta, delta, z * n_q, ZERO_DQ=False, **delta_kw)
+        grid = (max(-(-n_k // n1), -(-n_q // m2)) * z,)
+        even_m, even_n = n_q % max(m1, m2) == 0, n_k % max(n1, n2) == 0
+        kernels._attn_bwd[grid](q, k, v, dout, lse, delta, dq, dk, dv, *strides, n_q, n_k, *scales,
+                                EVEN_M=even_m, EVEN_N=even_n, **s.kwargs)  # fmt: skip
+
     with _on_device(q.device):
-        kernels._attn_bwd_delta[(-(-z * n_q // plan.delta_block),)](
-            out, dout, delta, z * n_q, HEAD_DIM=c["HEAD_DIM"], HEAD_DIM_PAD=c["HEAD_DIM_PAD"], BLOCK=plan.delta_block,
-            EVEN_D=c["EVEN_D"],
-        )  # fmt: skip
-        args = (q, k, v, dout, lse, delta, dq, dk, dv, *q.stride(), *k.stride(), *v.stride(), n_q, n_k,
-                sm_scale * _LOG2E, sm_scale)  # fmt: skip
-
-        def grid(s):
-            return (max(-(-n_k // s["BLOCK_N1"]), -(-n_q // s["BLOCK_M2"])) * z,)  # ceil divisions
-
-        _launch(plan, "bwd", kernels._attn_bwd, grid, args, n_q, n_k, _even_bwd)
+        run(_choose(plan, "bwd", n_q, n_k, run))
     return dq, dk, dv
 
 
@@ -360,13 +428,16 @@ class _FlashAttention(torch.autograd.Function):
         return dq, dk, dv, None, None
 
 
-def flash_attention(q, k, v, *, causal=False, scale=None, temperature=1.0, block_m=None, block_n=None):
+def flash_attention(
+    q, k, v, *, causal=False, scale=None, temperature=1.0, block_m=None, block_n=None, deterministic=False
+):
     """Exact attention output (..., n_q, d) from the fused Triton kernels; the dtype of q; differentiable.
 
     q (..., n_q, d), k (..., n_k, d), v (..., n_k, d), the same leading shape, 16 <= d <= 128,
     float16/bfloat16/float32. `causal=True`: key j visible to query i iff j <= i (top-left, like
     SDPA's `is_causal`). `block_m`/`block_n` fix every query/key tile size (powers of two >= 16)
-    instead of the tuned ones.
+    instead of the tuned ones. `deterministic=True`: a backward whose dQ does not depend on the
+    order the GPU runs its programs in (seven matmuls per tile pair instead of five with atomics).
     """
     d = _check_inputs(q, k, v, causal)
     sm_scale = resolve_scale(scale, d) / check_positive("temperature", temperature)
@@ -374,7 +445,9 @@ def flash_attention(q, k, v, *, causal=False, scale=None, temperature=1.0, block
         _check_block("block_m", block_m)
     if block_n is not None:
         _check_block("block_n", block_n)
-    plan = _plan(q.device, q.dtype, d, causal, block_m, block_n)
+    if not isinstance(deterministic, bool):
+        raise ValueError(f"deterministic must be a bool, got {deterministic!r}")
+    plan = _plan(q.device, q.dtype, d, causal, block_m, block_n, deterministic)
     if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
         return _FlashAttention.apply(q, k, v, plan, sm_scale)  # (..., n_q, d)
     return _forward(*_as_3d(q, k, v), plan, sm_scale, q.shape)[0]  # inference: no autograd node, nothing saved

@@ -21,7 +21,8 @@ import time
 import torch
 
 _PTR = {torch.float16: "*fp16", torch.bfloat16: "*bf16", torch.float32: "*fp32"}
-_FP32_PTRS = {"Lse", "Delta"}
+_FP32_PTRS = {"Lse", "Delta", "DQAcc"}
+_DESC_ROWS = {"desc_q": "BLOCK_M", "desc_k": "BLOCK_N", "desc_v": "BLOCK_N"}
 _TENSORS = {"Q", "K", "V", "Out", "DO", "DQ", "DK", "DV"} | _FP32_PTRS
 
 
@@ -35,6 +36,9 @@ def _signature(kernel, dtype, constexprs: dict, ints: dict) -> tuple[dict, dict,
     for i, name in enumerate(kernel.arg_names):
         if name in constexprs:
             signature[name] = "constexpr"
+        elif name in _DESC_ROWS:  # a host-side TensorDescriptor, typed by its block as the JIT types it
+            block = f"{constexprs[_DESC_ROWS[name]]}, {constexprs['HEAD_DIM']}"
+            signature[name] = f"tensordesc<{_PTR[dtype][1:]}[{block}]>"
         elif name in _TENSORS:
             signature[name] = "*fp32" if name in _FP32_PTRS else _PTR[dtype]
             attrs[(i,)] = [["tt.divisibility", 16]]
@@ -100,17 +104,25 @@ def _report(arch: int, dtype, d: int, causal: bool, all_candidates: bool, n: int
     from attn_core import flash_triton
 
     plan = flash_triton._Plan(torch.device("cuda"), dtype, d, causal, None, None, False)
-    where, c = f"sm_{arch} | {str(dtype).removeprefix('torch.')} | {d} | {causal}", plan.constants
+    where = f"sm_{arch} | {str(dtype).removeprefix('torch.')} | {d} | {causal}"
+    even = {"EVEN_M": n % 128 == 0, "EVEN_N": n % 128 == 0}  # every candidate tile divides 128
     jobs = []
-    for kernel, name in (("fwd", "_attn_fwd"), ("bwd", "_attn_bwd")):
+    for kernel in ("fwd", "bwd"):
         candidates = plan.candidates[kernel]
-        even = {"EVEN_M": n % 128 == 0, "EVEN_N": n % 128 == 0}  # every candidate tile divides 128
-        jobs += [(name, {**c, **cand, **even}, cand) for cand in (candidates if all_candidates else candidates[:1])]
+        for cand in candidates if all_candidates else candidates[:1]:
+            s = flash_triton._Setting(cand, plan.constants)
+            if s.desc:
+                if even["EVEN_M"]:  # the descriptor kernel runs only on lengths its tiles divide
+                    jobs.append(("_attn_fwd_desc", s.desc_kwargs, cand))
+            else:
+                name = {"fwd": "_attn_fwd", "bwd": "_attn_bwd_atomic" if s.atomic else "_attn_bwd"}[kernel]
+                jobs.append((name, {**s.kwargs, **even}, cand))
+    c = plan.constants
     delta = {"HEAD_DIM": d, "HEAD_DIM_PAD": c["HEAD_DIM_PAD"], "BLOCK": plan.delta_block, "EVEN_D": c["EVEN_D"]}
-    jobs.append(("_attn_bwd_delta", delta, {"BLOCK": plan.delta_block}))
+    jobs.append(("_attn_bwd_delta", {**delta, "ZERO_DQ": True}, {"BLOCK": plan.delta_block}))
     failures = 0
     for name, settings, shown in jobs:
-        short = "/".join(str(v) for v in shown.values())
+        short = "/".join(str(v) if not isinstance(v, bool) else k.lower() for k, v in shown.items())
         try:
             r = compile_kernel(name, settings, dtype=dtype, n_q=n, n_k=n, arch=arch)
         except Exception as exc:  # a setting that does not compile is a finding, not a crash

@@ -6,7 +6,6 @@ tails (n = 37, 100), padded head dims (24, 48) and cross attention (n_q != n_k).
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import subprocess
@@ -301,20 +300,107 @@ def recorder(monkeypatch):
     return install
 
 
+@pytest.mark.parametrize("deterministic", [False, True])
 @pytest.mark.parametrize(
     "n_q, n_k, d, even",
     [(64, 32, 32, (True, True, True)), (65, 32, 32, (False, True, True)), (64, 33, 24, (True, False, False))],
 )
-def test_even_flags_and_grids_follow_the_shapes(recorder, n_q, n_k, d, even):
+def test_even_flags_and_grids_follow_the_shapes(recorder, n_q, n_k, d, even, deterministic):
     rec = recorder()
     q, k, v = (x.requires_grad_() for x in _qkv((3,), n_q, n_k, d))
-    flash_attention(q, k, v, causal=True, block_m=32, block_n=16).sum().backward()
-    (fwd, fwd_grid, fwd_kw), (delta, _, _), (bwd, bwd_grid, bwd_kw) = rec.launches
-    assert (fwd, delta, bwd) == ("_attn_fwd", "_attn_bwd_delta", "_attn_bwd")
+    out = flash_attention(q, k, v, causal=True, block_m=32, block_n=16, deterministic=deterministic)
+    out.sum().backward()
+    (fwd, fwd_grid, fwd_kw), (delta, _, delta_kw), (bwd, bwd_grid, bwd_kw) = rec.launches
+    assert (fwd, delta) == ("_attn_fwd", "_attn_bwd_delta")
     for kw in (fwd_kw, bwd_kw):
         assert (kw["EVEN_M"], kw["EVEN_N"], kw["EVEN_D"]) == even
     assert fwd_grid == (3 * -(-n_q // 32),)  # one program per (slice, query block)
-    assert bwd_grid == (3 * max(-(-n_k // 16), -(-n_q // 32)),)  # one per (slice, key block j, query block j)
+    if deterministic:  # one program per (slice, key block j, query block j); no dQ accumulator to zero
+        assert (bwd, delta_kw["ZERO_DQ"]) == ("_attn_bwd", False)
+        assert bwd_grid == (3 * max(-(-n_k // 16), -(-n_q // 32)),)
+    else:  # one program per (slice, key block); the delta kernel zeroes the fp32 dQ sums
+        assert (bwd, delta_kw["ZERO_DQ"]) == ("_attn_bwd_atomic", True)
+        assert bwd_grid == (3 * -(-n_k // 16),)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+@pytest.mark.parametrize("causal", [False, True])
+def test_atomic_and_deterministic_backward_agree_with_naive(dtype, causal):
+    """The five-matmul backward (fp32 atomics into dQ; in dq itself for fp32 inputs, else a copy) and the
+    seven-matmul one, on a ragged cross-attention shape whose key blocks each add to many query rows."""
+    q, k, v = _qkv((2, 2), 45, 37, 24, dtype)
+    d_out = torch.randn(q.shape, generator=torch.Generator().manual_seed(5)).to(dtype)
+    mask = causal_mask(45, 37) if causal else None
+    up = (x.float() for x in (q, k, v, d_out))
+    want = _gradients(lambda q, k, v: naive_attention(q, k, v, mask)[0], *up)
+    results = {}
+    for deterministic in (False, True):
+        results[deterministic] = _gradients(
+            lambda q, k, v, det=deterministic: flash_attention(q, k, v, causal=causal, deterministic=det),
+            q, k, v, d_out,
+        )  # fmt: skip
+        for name, x, y in zip(("out", "dq", "dk", "dv"), results[deterministic], want, strict=True):
+            assert x.dtype == dtype
+            tol = 2e-5 if dtype == torch.float32 else 2e-2
+            torch.testing.assert_close(x.float(), y, atol=tol, rtol=tol, msg=lambda m, n=name: f"{n}: {m}")
+
+
+def _desc_candidates(d: int, ws: bool, block_m=32, block_n=16):
+    """The descriptor forward with `ws` (warp-specialised key loop) and the interpreter's backward."""
+    fwd = dict(BLOCK_M=block_m, BLOCK_N=block_n, num_warps=1, num_stages=1, DESC=True, WARP_SPEC=ws)
+    bwd = flash_triton._candidates(d, torch.float16, True)[1][0]
+    return fwd, bwd
+
+
+@pytest.mark.parametrize("ws", [False, True])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize(
+    "n_q, n_k, causal",
+    [(64, 64, True), (64, 64, False), (96, 32, True), (32, 96, True), (64, 48, False)],
+)
+def test_descriptor_forward_matches_naive(recorder, n_q, n_k, causal, dtype, ws):
+    """_attn_fwd_desc (tensor descriptors; one masked loop when warp-specialised and causal, else the
+    interior tiles unmasked) within FlashAttention's bound, and its launch taken for these even shapes."""
+    from tools.gpu_check import _forced
+
+    rec = recorder()
+    q, k, v = _qkv((2, 3), n_q, n_k, 32, dtype, seed=n_q + n_k)
+    with _forced(flash_triton, *_desc_candidates(32, ws)):
+        out = flash_attention(q, k, v, causal=causal)
+    assert [name for name, _, _ in rec.launches] == ["_attn_fwd_desc"]
+    ref = _reference(q, k, v, causal)
+    err = (out.float() - ref).abs().max()
+    torch_err = (_torch_low_precision(q, k, v, causal).float() - ref).abs().max()
+    assert err <= 2 * torch_err + torch.finfo(dtype).eps * ref.abs().max(), (err, torch_err)
+
+
+def _sliced(z, n, d, dtype):
+    """(Z, n, d) views into (Z, n + 16, d) storage: rows evenly strided within a slice, not across slices."""
+    g = torch.Generator().manual_seed(n)
+    return tuple(torch.randn(z, n + 16, d, generator=g).to(dtype)[:, :n] for _ in range(3))
+
+
+@pytest.mark.parametrize(
+    "why, make",
+    [
+        ("ragged length", lambda: _qkv((2, 2), 40, 40, 32, torch.float16)),
+        ("head dim not a power of two", lambda: _qkv((2, 2), 64, 64, 24, torch.float16)),
+        ("fp32", lambda: _qkv((2, 2), 64, 64, 32)),
+        ("slices of longer rows", lambda: _sliced(3, 64, 32, torch.float16)),
+    ],
+)
+def test_descriptor_candidate_falls_back_where_the_shapes_do_not_allow(recorder, why, make):
+    """A descriptor setting applied where its tiles do not divide the lengths, the head dim is padded,
+    the dtype is fp32 or the rows are not evenly strided: the same tiles through _attn_fwd, and right."""
+    from tools.gpu_check import _forced
+
+    rec = recorder()
+    q, k, v = make()
+    with _forced(flash_triton, *_desc_candidates(q.shape[-1], True)):
+        out = flash_attention(q, k, v, causal=True)
+    assert [name for name, _, _ in rec.launches] == ["_attn_fwd"], why
+    tol = 1e-5 if q.dtype == torch.float32 else 2e-3
+    torch.testing.assert_close(out.float(), _reference(q, k, v, True), atol=tol, rtol=tol)
 
 
 def test_launch_settings_are_cached_per_shape_class(recorder):
@@ -331,36 +417,40 @@ def test_launch_settings_are_cached_per_shape_class(recorder):
     assert [name for name, _, _ in rec.launches] == ["_attn_fwd"] * 3
 
 
-def _timed_once(kernel_call, quantiles):
-    """triton.autotune's benchmark, on the CPU: one timed call (the interpreter has no GPU driver)."""
-    start = time.perf_counter()
-    kernel_call()
-    return [time.perf_counter() - start] * len(quantiles)
-
-
 def test_tuning_picks_a_candidate_and_caches_it(monkeypatch):
-    """The CUDA path on a class's first call: triton.autotune times every candidate, runs the best,
-    and the plan records it; here two candidates each way, timed on the CPU."""
-    monkeypatch.setattr(flash_triton.triton, "autotune", functools.partial(triton.autotune, do_bench=_timed_once))
-    q, k, v = _qkv((2,), 70, 70, 40)
-    plan = flash_triton._plan(q.device, q.dtype, 40, True, None, None)
-    fwd = tuple(dict(zip(flash_triton._FWD_KEYS, c, strict=True)) for c in ((32, 16, 1, 1), (16, 32, 1, 1)))
+    """The CUDA path on a class's first call: every candidate is timed (here: each run once on the CPU,
+    the descriptor forward and the atomic backward among them), the fastest runs, and the plan records it."""
+    timed = []
+
+    def bench(run):
+        start = time.perf_counter()
+        run()
+        timed.append(time.perf_counter() - start)
+        return timed[-1]
+
+    monkeypatch.setattr(flash_triton, "_bench", bench)
+    q, k, v = _qkv((2,), 64, 64, 32, torch.float16)
+    plan = flash_triton._plan(q.device, q.dtype, 32, True, None, None)
+    fwd = (*_desc_candidates(32, True)[:1], dict(BLOCK_M=16, BLOCK_N=32, num_warps=1, num_stages=1))
     bwd = tuple(
-        dict(zip(flash_triton._BWD_KEYS, c, strict=True)) for c in ((16, 32, 32, 16, 1, 1), (16, 16, 16, 16, 1, 1))
+        flash_triton._as_dict(flash_triton._BWD_KEYS, c)
+        for c in ((16, 32, 32, 16, 1, 1, "atomic"), (16, 16, 16, 16, 1, 1))
     )
     monkeypatch.setattr(plan, "candidates", {"fwd": fwd, "bwd": bwd})
     monkeypatch.setattr(plan, "tune", True)
     monkeypatch.setattr(plan, "chosen", {})
-    d_out = torch.randn(q.shape, generator=torch.Generator().manual_seed(2))
+    d_out = torch.randn(q.shape, generator=torch.Generator().manual_seed(2)).to(q.dtype)
+    want = _gradients(
+        lambda q, k, v: naive_attention(q, k, v, causal_mask(64))[0], *(x.float() for x in (q, k, v, d_out))
+    )
     for _ in range(2):  # the second call reuses the choice
         got = _gradients(lambda q, k, v: flash_attention(q, k, v, causal=True), q, k, v, d_out)
-        want = _gradients(lambda q, k, v: naive_attention(q, k, v, causal_mask(70))[0], q, k, v, d_out)
         for x, y in zip(got, want, strict=True):
-            torch.testing.assert_close(x, y, atol=2e-5, rtol=1e-5)
-    chosen = {kernel: settings for (kernel, _, _), settings in plan.chosen.items()}
-    assert set(plan.chosen) == {("fwd", 128, 128), ("bwd", 128, 128)}
-    assert {k: chosen["fwd"][k] for k in fwd[0]} in fwd
-    assert {k: chosen["bwd"][k] for k in bwd[0]} in bwd
+            torch.testing.assert_close(x.float(), y, atol=2e-2, rtol=2e-2)
+    assert len(timed) == 4  # two candidates each way, on the first call only
+    assert set(plan.chosen) == {("fwd", 64, 64), ("bwd", 64, 64)}
+    assert plan.chosen[("fwd", 64, 64)].config in fwd
+    assert plan.chosen[("bwd", 64, 64)].config in bwd
 
 
 def test_no_autograd_graph_without_grad():
