@@ -617,12 +617,12 @@ def _header(config: BenchConfig, command: str) -> dict:
     }
 
 
-def write_csv(path: str, rows: Sequence[dict], header: dict) -> None:
+def write_csv(path: str, rows: Sequence[dict], header: dict, fields: Sequence[str] = ROW_FIELDS) -> None:
     """Rows as CSV after `# key: value` lines; read with pandas.read_csv(path, comment="#")."""
     with open(path, "w", newline="", encoding="utf-8") as f:
         for key, value in header.items():
             f.write(f"# {key}: {value}\n")
-        writer = csv.DictWriter(f, fieldnames=ROW_FIELDS)
+        writer = csv.DictWriter(f, fieldnames=fields)
         writer.writeheader()
         writer.writerows(rows)
 

@@ -122,16 +122,16 @@ def _check_inputs(q, k, v, causal) -> int:
 # fp32 tiles are twice the bytes and take the exact ("ieee") dot, which runs on CUDA cores and needs
 # far more registers: smaller tiles. Registers, spills and shared memory of each: tools.flash_compile.
 _FWD_16BIT = {
-    64: ((128, 64, 4, 3), (128, 64, 4, 3, "desc+ws"), (128, 128, 4, 2, "desc+ws"), (128, 64, 4, 3, "desc"),
-         (128, 128, 8, 3, "desc"), (128, 64, 4, 4), (128, 128, 8, 3), (64, 64, 4, 4)),
-    128: ((128, 64, 8, 3), (128, 64, 4, 2, "desc+ws"), (128, 64, 4, 3, "desc+ws"), (128, 128, 4, 2, "desc+ws"),
-          (128, 64, 8, 3, "desc"), (128, 128, 8, 2, "desc"), (128, 128, 8, 2), (128, 32, 4, 3), (64, 64, 4, 3)),
+    64: ((128, 64, 4, 3), (128, 64, 4, 3, "desc"), (128, 64, 4, 4), (64, 64, 4, 4), (128, 128, 8, 3),
+         (128, 128, 8, 3, "desc")),
+    128: ((128, 64, 8, 3), (128, 64, 8, 3, "desc"), (64, 64, 4, 3), (128, 128, 8, 2, "desc"), (128, 128, 8, 2),
+          (128, 32, 4, 3)),
 }  # fmt: skip
 _BWD_16BIT = {
-    64: ((32, 128, 128, 32, 8, 3), (64, 128, 128, 64, 8, 3, "atomic"), (32, 128, 128, 32, 8, 3, "atomic"),
-         (64, 64, 64, 64, 4, 3, "atomic"), (64, 128, 128, 64, 8, 3), (32, 128, 128, 32, 4, 3)),
-    128: ((32, 128, 128, 32, 8, 2), (32, 128, 128, 32, 8, 2, "atomic"), (64, 128, 128, 64, 8, 2, "atomic"),
-          (32, 64, 64, 32, 4, 2, "atomic"), (64, 128, 128, 64, 8, 2), (64, 128, 128, 64, 8, 3)),
+    64: ((32, 128, 128, 32, 4, 3), (64, 128, 128, 64, 8, 3), (64, 128, 128, 64, 8, 3, "atomic"),
+         (64, 64, 64, 64, 4, 3, "atomic"), (32, 128, 128, 32, 8, 3), (32, 128, 128, 32, 8, 3, "atomic")),
+    128: ((64, 128, 128, 64, 8, 3), (64, 128, 128, 64, 8, 2), (64, 128, 128, 64, 8, 2, "atomic"),
+          (32, 128, 128, 32, 8, 2), (32, 64, 64, 32, 4, 2, "atomic"), (32, 128, 128, 32, 8, 2, "atomic")),
 }  # fmt: skip
 _FWD_FP32 = {
     64: ((32, 32, 4, 2), (64, 32, 8, 2), (32, 64, 4, 2)),
@@ -344,7 +344,7 @@ def _forward(q, k, v, plan: _Plan, sm_scale: float, out_shape=None) -> tuple[tor
     """
     (z, n_q, d), n_k = q.shape, k.shape[1]
     out = _empty(out_shape or (z, n_q, d), dtype=q.dtype, device=q.device)
-    lse = torch.empty((z, n_q), dtype=torch.float32, device=q.device)
+    lse = _empty((z, n_q), dtype=torch.float32, device=q.device)
     if not z:
         return out, lse
     out3 = out.view(z, n_q, d)
@@ -379,7 +379,7 @@ def _backward(q, k, v, out, lse, dout, plan: _Plan, sm_scale: float, shapes=None
     def run(s: _Setting):
         m1, n1 = s.kwargs["BLOCK_M1"], s.kwargs["BLOCK_N1"]
         if s.atomic:  # dQ summed in fp32 (in dq itself when that is fp32), zeroed by the delta kernel
-            acc = dq if dq.dtype == torch.float32 else torch.empty((z, n_q, d), dtype=torch.float32, device=q.device)
+            acc = dq if dq.dtype == torch.float32 else _empty((z, n_q, d), dtype=torch.float32, device=q.device)
             kernels._attn_bwd_delta[delta_grid](out, dout, delta, acc, z * n_q, ZERO_DQ=True, **delta_kw)
             grid = (-(-n_k // n1) * z,)
             kernels._attn_bwd_atomic[grid](q, k, v, dout, lse, delta, acc, dk, dv, *strides, n_q, n_k, *scales,
@@ -428,6 +428,50 @@ class _FlashAttention(torch.autograd.Function):
         return dq, dk, dv, None, None
 
 
+_SETTLED: dict[tuple, tuple] = {}  # call key -> (plan, sm_scale): the checks' verdict on shapes and numbers
+_SETTLED_MAX = 1024
+
+
+def _checked(q, k, v, causal, scale, temperature, block_m, block_n, deterministic) -> tuple[_Plan, float]:
+    """Every input check, then the plan and the logit scale."""
+    d = _check_inputs(q, k, v, causal)
+    sm_scale = resolve_scale(scale, d) / check_positive("temperature", temperature)
+    if block_m is not None:
+        _check_block("block_m", block_m)
+    if block_n is not None:
+        _check_block("block_n", block_n)
+    if not isinstance(deterministic, bool):
+        raise ValueError(f"deterministic must be a bool, got {deterministic!r}")
+    return _plan(q.device, q.dtype, d, causal, block_m, block_n, deterministic), sm_scale
+
+
+def _settled(q, k, v, causal, scale, temperature, block_m, block_n, deterministic) -> tuple[_Plan, float]:
+    """_checked's answer, remembered for calls that repeat one another's shapes, dtypes, devices and
+    arguments (the checks read nothing else): a training loop pays for the checks once. Only plain
+    values form a key, so 1 never stands in for True, nor a bool for a number."""
+    plain = (
+        isinstance(q, torch.Tensor) and isinstance(k, torch.Tensor) and isinstance(v, torch.Tensor)
+        and type(causal) is bool and type(deterministic) is bool
+        and type(scale) in _NUMBER_OR_NONE and type(temperature) in _NUMBER_OR_NONE
+        and type(block_m) in _INT_OR_NONE and type(block_n) in _INT_OR_NONE
+    )  # fmt: skip
+    if not plain:
+        return _checked(q, k, v, causal, scale, temperature, block_m, block_n, deterministic)
+    key = (q.shape, k.shape, v.shape, q.dtype, k.dtype, v.dtype, q.device, k.device, v.device,
+           causal, scale, temperature, block_m, block_n, deterministic, os.environ.get("TRITON_INTERPRET"))  # fmt: skip
+    found = _SETTLED.get(key)
+    if found is None:
+        found = _checked(q, k, v, causal, scale, temperature, block_m, block_n, deterministic)
+        if len(_SETTLED) >= _SETTLED_MAX:
+            _SETTLED.clear()
+        _SETTLED[key] = found
+    return found
+
+
+_NUMBER_OR_NONE = (float, int, type(None))
+_INT_OR_NONE = (int, type(None))
+
+
 def flash_attention(
     q, k, v, *, causal=False, scale=None, temperature=1.0, block_m=None, block_n=None, deterministic=False
 ):
@@ -439,15 +483,7 @@ def flash_attention(
     instead of the tuned ones. `deterministic=True`: a backward whose dQ does not depend on the
     order the GPU runs its programs in (seven matmuls per tile pair instead of five with atomics).
     """
-    d = _check_inputs(q, k, v, causal)
-    sm_scale = resolve_scale(scale, d) / check_positive("temperature", temperature)
-    if block_m is not None:
-        _check_block("block_m", block_m)
-    if block_n is not None:
-        _check_block("block_n", block_n)
-    if not isinstance(deterministic, bool):
-        raise ValueError(f"deterministic must be a bool, got {deterministic!r}")
-    plan = _plan(q.device, q.dtype, d, causal, block_m, block_n, deterministic)
+    plan, sm_scale = _settled(q, k, v, causal, scale, temperature, block_m, block_n, deterministic)
     if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
         return _FlashAttention.apply(q, k, v, plan, sm_scale)  # (..., n_q, d)
     return _forward(*_as_3d(q, k, v), plan, sm_scale, q.shape)[0]  # inference: no autograd node, nothing saved

@@ -575,3 +575,21 @@ def test_without_triton_points_to_tiled_attention():
     got = _python(_CALL, prelude="import sys\nsys.modules['triton'] = None  # import triton now fails\n")
     assert not got["ok"] and "triton is not installed" in got["reason"]
     assert got["error"][0] == "ImportError" and "tiled_attention" in got["error"][1]
+
+
+def test_remembered_checks_never_let_a_bad_argument_through():
+    """The checks' verdict is kept per (shapes, dtypes, devices, arguments): a call that differs only in
+    an argument's type or value (1 for True, temperature 0, a bool for a number) is checked afresh."""
+    q, k, v = _qkv((2,), 20, 20, 16)
+    flash_attention(q, k, v, causal=True, temperature=0.5)
+    for kwargs, message in (
+        (dict(causal=1, temperature=0.5), "causal"),
+        (dict(causal=True, temperature=0.0), "temperature"),
+        (dict(causal=True, temperature=True), "temperature"),
+        (dict(causal=True, deterministic=1), "deterministic"),
+        (dict(causal=True, block_m=24), "block_m"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            flash_attention(q, k, v, **kwargs)
+    with pytest.raises(ValueError, match="head dim"):
+        flash_attention(q[..., :8], k[..., :8], v[..., :8], causal=True, temperature=0.5)
