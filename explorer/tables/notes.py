@@ -24,7 +24,7 @@ import pandas as pd
 import torch
 
 from attn_core.backward import attention_backward, attention_backward_autograd
-from attn_core.bilinear import asymmetry, projected_scores
+from attn_core.bilinear import asymmetry, gram, projected_scores
 from attn_core.masks import block_causal_mask, causal_mask, future_keys, padding_mask, sliding_window_mask
 from attn_core.multihead import MultiHeadAttention
 from attn_core.naive import masked_softmax, naive_attention, renormalise
@@ -833,7 +833,7 @@ def _shared_equivalent(seed: int) -> Result:
 def _self_attention_q_k_v(seed: int) -> Result:
     x, _, _ = _projections(seed)
     f = bilinear_facts(seed)
-    same = asymmetry(x @ x.T)
+    same = asymmetry(gram(x))
     computed = f"Q = K = X: max |S − Sᵀ| = {same:g}; with W_Q, W_K: {f['separate']:.3f}"
     return Result("Q = K = V = X", computed, "inexact", f)
 
