@@ -141,7 +141,8 @@ CLOSED_LOOP = Pace()
 
 def heaviest_settings() -> dict[str, str]:
     """The scaling page's heaviest benchmark as URL parameters: the largest n, d and H, the smallest (slowest)
-    tile, the largest memory budget and time limit, not causal (causal skips half the work), every method."""
+    tile, the largest memory budget and time limit, not causal (causal skips half the work), every method the page
+    offers on this machine."""
     from explorer.tables import scaling as tables
 
     return {
@@ -152,7 +153,7 @@ def heaviest_settings() -> dict[str, str]:
         "bench_budget_mb": str(max(tables.budget_options())),
         "bench_time_limit": "120",  # the slider's largest value
         "bench_causal": "false",
-        "bench_methods": ",".join(tables.method_options()),
+        "bench_methods": ",".join(tables.method_options(tables.live_device())),
     }
 
 

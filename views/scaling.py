@@ -18,6 +18,7 @@ from explorer.ui.frame import (
     notice,
     pinned,
     predict_first,
+    section,
     seed,
     shared,
     store,
@@ -46,6 +47,8 @@ TIME_COLUMNS = ["source", "method", "n", "time_ms", "time_p10", "time_p90"]
 MEMORY_COLUMNS = ["source", "method", "n", "peak_mib", "scores_mib"]
 
 recorded_runs = table(tables.recorded_runs, 8)
+gpu_record = table(tables.kernel_record, 4)
+gpu_summary = table(tables.kernel_summary, 16)
 fits = table(tables.slopes, 32)
 slope_summary = table(tables.slope_summary, 32)
 names = td("scaling.methods")
@@ -162,12 +165,44 @@ def recorded_section(runs, readable):
                 t("scaling.unreadable", name=Path(bad["path"]).name, error=bad["error"]), icon=":material/warning:"
             )
         if not any(r["gpu"] for r in readable):
+            # not gpu_attention.csv: that name holds tools.gpu_check's record of the Triton kernel's speed
             command = (
-                "python -m attn_core.bench --device cuda --n 512 1024 2048 4096 8192 --csv benchmarks/gpu_attention.csv"
+                "python -m attn_core.bench --device cuda --n 512 1024 2048 4096 8192 --csv benchmarks/gpu_scaling.csv"
             )
             st.info(t("scaling.no_gpu_runs"), icon=":material/memory:")
             with st.expander(t("scaling.developers.title"), icon=":material/terminal:"):  # folded: not for students
                 st.markdown(t("scaling.developers.text", command=command))
+
+
+@section
+def triton_part(files) -> None:
+    """The Triton kernel's recorded speed on a GPU (a kernel record in benchmarks/), one mode at a time: a table
+    small enough for a projector."""
+    rows, facts = None, {}
+    with friendly_errors(t("scaling.sections.gpu")):
+        rows, facts = gpu_record(files)
+    if not facts:
+        return
+    with st.expander(t("scaling.gpu.title"), icon=":material/memory:"), friendly_errors(t("scaling.sections.gpu")):
+        fields = ("card", "date", "torch", "triton", "tokens", "width", "record")
+        st.caption(t("scaling.gpu.caption", **{key: facts[key] for key in fields}))
+        modes = facts["modes"]
+        mode = controls.segmented_control(
+            t("scaling.gpu.mode"),
+            list(modes),
+            "fwd" if "fwd" in modes else modes[0],
+            key="bench_gpu_mode",
+            format_func=td("scaling.gpu.modes").get,
+        )
+        if mode:
+            headers = td("scaling.gpu.table")
+            formats = {headers["ours"]: "%.1f", headers["sdpa"]: "%.1f", headers["ratio"]: "%.2f"}
+            st.dataframe(
+                gpu_summary(rows, mode, headers),
+                hide_index=True,
+                width="stretch",
+                column_config={name: st.column_config.NumberColumn(format=f) for name, f in formats.items()},
+            )
 
 
 if WAITING not in st.session_state:  # first visit of this session: read before the controls publish
@@ -224,9 +259,10 @@ with st.container(border=True):
         ):
             st.session_state[WAITING] = False
     m1, m2, m3 = st.columns([5, 2, 4], vertical_alignment="bottom")
+    offered = tables.method_options(DEVICE)
     methods = controls.multiselect(
         t("scaling.controls.methods"),
-        tables.method_options(),
+        offered,
         tables.shown_by_default(DEVICE),
         key="bench_methods",
         where=m1,
@@ -249,6 +285,8 @@ with st.container(border=True):
         disabled=not readable,
     )
     st.caption(t("scaling.sizes_caption", repeats=tables.REPEATS, warmup=tables.WARMUP))
+    st.caption(t("scaling.triton_on") if "triton" in offered else t("scaling.triton_off"))
+    triton_part(files)
 
 if st.session_state[WAITING] or not methods:
     st.info(t("scaling.waiting") if st.session_state[WAITING] else t("scaling.no_methods"), icon=":material/info:")
@@ -274,7 +312,12 @@ with friendly_errors(t("scaling.sections.benchmark")):
     recorded_rows = None
     if chosen:
         recorded_rows = known(
-            chosen["rows"][chosen["rows"].method.isin(methods)], "scaling.recorded", files, chosen["label"], methods
+            tables.recorded_shown(chosen["rows"], methods, offered),
+            "scaling.recorded",
+            files,
+            chosen["label"],
+            methods,
+            offered,
         )
     pts = points_of(rows, recorded_rows)
 if pts is None:

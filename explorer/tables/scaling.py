@@ -1,9 +1,10 @@
 """Tables for "Memory and time scaling": benchmark rows, log-log slopes, guide lines, recorded runs.
 
 Every measurement comes from attn_core.bench (run_benchmark); this module only lays the rows out,
-fits slopes to them and reads the recorded CSVs in benchmarks/. The method and source keys in the
-DataFrames stay English identifiers; the headers and names a reader sees are arguments (`names`,
-`headers`), English by default, so a page can pass them in the viewer's language.
+fits slopes to them and reads the recorded CSVs in benchmarks/: the scaling runs, and the Triton kernel's
+speed record on a GPU (tools.gpu_check's gpu_attention.csv), told apart by their columns. The method
+and source keys in the DataFrames stay English identifiers; the headers and names a reader sees are
+arguments (`names`, `headers`), English by default, so a page can pass them in the viewer's language.
 """
 
 from __future__ import annotations
@@ -11,9 +12,11 @@ from __future__ import annotations
 import csv
 import dataclasses
 import datetime
+import functools
 import io
 import json
 import math
+import os
 import shlex
 from collections.abc import Mapping
 from pathlib import Path
@@ -65,6 +68,22 @@ RESULT_HEADERS = {
     "status": "status",
 }
 LISTING_HEADERS = {"run": "run", "setup": "setup", "torch": "torch", "command": "command"}
+# The columns that make a CSV a scaling run (attn_core.bench), or a record of kernel speeds (tools.gpu_check)
+SCALING_COLUMNS = frozenset({"method", "n", "status", "time_ms_median", "peak_mem_bytes"})
+KERNEL_COLUMNS = frozenset({"mode", "dtype", "d", "causal", "n", "method", "backend", "candidate", "status", "tflops"})
+KERNEL_GROUP = ["dtype", "d", "causal"]  # one summary row each, per mode
+# The Triton kernel's default setting in a kernel record: the first of its tuned candidates, per mode
+DEFAULT_CANDIDATE = {"fwd": "f0:", "fwd_bwd": "b0:"}
+KERNEL_HEADERS = {
+    "dtype": "dtype",
+    "d": "d",
+    "causal": "causal",
+    "n": "n",
+    "ours": "Triton TFLOP/s",
+    "sdpa": "best SDPA TFLOP/s",
+    "backend": "SDPA back-end",
+    "ratio": "Triton ÷ SDPA",
+}
 QUANTITIES = {"time": "time", "memory": "memory"}  # the slope table's column names: "<quantity> · <source>"
 
 
@@ -74,13 +93,26 @@ def live_device() -> str:
 
 
 def shown_by_default(device: str) -> tuple[str, ...]:
-    """naive, tiled, SDPA, and the Triton kernel on a GPU; naive + causal mask only on request."""
-    return tuple(m for m in default_methods(device) if m != "naive_masked")
+    """naive, tiled, SDPA, and the Triton kernel where it runs compiled; naive + causal mask only on request."""
+    offered = method_options(device)
+    return tuple(m for m in default_methods(device) if m != "naive_masked" and m in offered)
 
 
-def method_options() -> tuple[str, ...]:
-    """Every harness method: one that cannot run here comes back as a skipped row with the reason."""
-    return METHODS
+@functools.cache
+def method_options(device: str) -> tuple[str, ...]:
+    """The harness methods a page offers on `device`: the Triton kernel only where it runs compiled (triton_runs)."""
+    return METHODS if triton_runs(device) else tuple(m for m in METHODS if m != "triton")
+
+
+def triton_runs(device: str) -> bool:
+    """Whether attn_core.flash_attention runs compiled on `device`: a CUDA GPU with triton installed. On a CPU
+    it runs only under Triton's interpreter (TRITON_INTERPRET=1), exact but far too slow to time: for tests."""
+    if torch.device(device).type != "cuda" or not torch.cuda.is_available():
+        return False  # decided before importing triton, which is slow and optional
+    from attn_core import flash_available
+
+    interpreted = os.environ.get("TRITON_INTERPRET", "0").lower() in ("1", "true", "on", "yes")
+    return flash_available(device)[0] and not interpreted
 
 
 def budget_options() -> tuple[float, ...]:
@@ -333,20 +365,37 @@ def recorded_files(folder) -> tuple[tuple[str, float], ...]:
     return tuple((str(p), p.stat().st_mtime) for p in sorted(folder.glob("*.csv")))
 
 
-def read_recorded(path) -> tuple[dict, pd.DataFrame]:
-    """(header, rows) of a CSV written by attn_core.bench: `# key: value` lines, then the rows."""
+def read_header(path) -> tuple[dict, set[str]]:
+    """The `# key: value` lines of a recorded CSV as a dict, and the names of its columns (the first other line)."""
     header = {}
     with open(path, encoding="utf-8") as f:
         for line in f:
             if not line.startswith("#"):
-                break
+                return header, set(next(csv.reader([line]), []))
             key, _, value = line[1:].partition(":")
             header[key.strip()] = value.strip()
+    return header, set()
+
+
+def is_kernel_record(columns: set[str]) -> bool:
+    """A CSV of kernel speeds (tools.gpu_check), not a scaling run: another kind of record, read by kernel_record."""
+    return KERNEL_COLUMNS <= columns and not SCALING_COLUMNS <= columns
+
+
+def read_recorded(path) -> tuple[dict, pd.DataFrame]:
+    """(header, rows) of a CSV written by attn_core.bench: `# key: value` lines, then the rows."""
+    header, _columns = read_header(path)
     rows = pd.read_csv(path, comment="#")
-    missing = {"method", "n", "status", "time_ms_median", "peak_mem_bytes"} - set(rows.columns)
+    missing = SCALING_COLUMNS - set(rows.columns)
     if missing:
         raise ValueError(f"{path} is not a benchmark CSV: missing columns {sorted(missing)}")
     return header, rows
+
+
+def recorded_shown(rows: pd.DataFrame, methods, offered) -> pd.DataFrame:
+    """The rows of a recorded run to draw: the methods shown live, and those this machine does not offer (a GPU
+    run's Triton kernel on a CPU server), which only a recorded run can show."""
+    return rows[rows.method.isin(list(methods)) | ~rows.method.isin(list(offered))]
 
 
 def recorded_label(header: dict, rows: pd.DataFrame, path) -> str:
@@ -447,13 +496,17 @@ def results_csv(rows: pd.DataFrame, config: BenchConfig) -> str:
 
 
 def recorded_runs(files: tuple[tuple[str, float], ...]) -> list[dict]:
-    """Every recorded CSV as {path, label, setup, gpu, header, rows}, or {path, error} if unreadable.
+    """Every recorded scaling run as {path, label, setup, gpu, header, rows}, or {path, error} if unreadable.
+
+    A kernel speed record (is_kernel_record) is another kind of record: left out here, without an error.
 
     Labels are unique: two runs on one device and date are told apart by their file names.
     """
     runs = []
     for path, _mtime in files:
         try:
+            if is_kernel_record(read_header(path)[1]):
+                continue  # the Triton kernel's speed record: summarised by kernel_summary, not a run to draw
             header, rows = read_recorded(path)
         except (ValueError, OSError, pd.errors.ParserError) as err:
             runs.append({"path": path, "error": str(err)})
@@ -491,3 +544,67 @@ def legend_slopes(slope_df: pd.DataFrame, column: str, prefer: str) -> dict[str,
     ordered = pd.concat([slope_df[slope_df.source == prefer], slope_df[slope_df.source != prefer]])
     first = ordered.drop_duplicates("method")
     return dict(zip(first.method, first[column].astype(float), strict=True))
+
+
+# --- the Triton kernel's recorded speed on a GPU --------------------------------------------
+
+
+def kernel_record(files: tuple[tuple[str, float], ...]) -> tuple[pd.DataFrame, dict]:
+    """(rows, facts) of the newest kernel speed record among `files` (by its date, then its name); an empty frame
+    and {} when there is none.
+
+    facts: card, torch, triton, date (from the `# key: value` lines, "?" when absent), tokens (batch * n) and
+    width (heads * d) as text, modes (those measured that have a default Triton candidate) and record (the name
+    of its Markdown report beside it, else of the CSV)."""
+    found = []
+    for path, _mtime in files:
+        try:
+            header, columns = read_header(path)
+        except (OSError, UnicodeDecodeError):
+            continue  # recorded_runs reports an unreadable file
+        if is_kernel_record(columns):
+            found.append((header.get("date", ""), path, header))
+    if not found:
+        return pd.DataFrame(columns=sorted(KERNEL_COLUMNS)), {}
+    _date, path, header = max(found)
+    rows = pd.read_csv(path, comment="#")
+    facts = {key: header.get(name) or "?" for key, name in (("card", "device_name"), ("torch", "torch"))}
+    facts |= {"triton": header.get("triton") or "?", "date": header.get("date") or "?"}
+    facts["tokens"] = _distinct(rows.batch * rows.n) if {"batch", "n"} <= set(rows.columns) else "?"
+    facts["width"] = _distinct(rows.heads * rows.d) if {"heads", "d"} <= set(rows.columns) else "?"
+    facts["modes"] = tuple(m for m in dict.fromkeys(rows["mode"]) if m in DEFAULT_CANDIDATE)
+    report = Path(path).with_suffix(".md")  # tools.gpu_check writes its report beside the CSV
+    facts["record"] = report.name if report.is_file() else Path(path).name
+    return rows, facts
+
+
+def _distinct(values: pd.Series) -> str:
+    return ", ".join(str(int(v)) for v in sorted(set(values.dropna())))
+
+
+def kernel_summary(rows: pd.DataFrame, mode: str, headers: Mapping[str, str] = KERNEL_HEADERS) -> pd.DataFrame:
+    """Per (dtype, d, causal) of one mode, at the largest n where both ran: the TFLOP/s of the Triton kernel's
+    default candidate (DEFAULT_CANDIDATE), of the fastest SDPA back-end, and their ratio (> 1: ours is faster).
+
+    headers: dtype, d, causal, n, ours, sdpa, backend, ratio. Rows in the record's order."""
+    if mode not in DEFAULT_CANDIDATE:
+        raise ValueError(f"mode must be one of {sorted(DEFAULT_CANDIDATE)}, got {mode!r}")
+    keys = [*KERNEL_GROUP, "n"]
+    ok = rows[(rows["mode"] == mode) & (rows.status == "ok") & (rows.tflops > 0)]
+    ours = ok[(ok.method == "triton") & ok.candidate.astype(str).str.startswith(DEFAULT_CANDIDATE[mode])]
+    sdpa = ok[ok.method == "sdpa"].sort_values("tflops", ascending=False, kind="stable").drop_duplicates(keys)
+    both = ours[[*keys, "tflops"]].merge(sdpa[[*keys, "tflops", "backend"]], on=keys, suffixes=("_ours", "_sdpa"))
+    top = both.loc[both.groupby(KERNEL_GROUP, sort=False).n.idxmax()]
+    table = pd.DataFrame(
+        {
+            "dtype": top.dtype.astype(str),
+            "d": top.d.astype(int),
+            "causal": top.causal.astype(bool),
+            "n": top.n.astype(int),
+            "ours": top.tflops_ours.astype(float).round(1),
+            "sdpa": top.tflops_sdpa.astype(float).round(1),
+            "backend": top.backend.astype(str),
+            "ratio": (top.tflops_ours / top.tflops_sdpa).astype(float).round(2),
+        }
+    )
+    return table.rename(columns=headers).reset_index(drop=True)

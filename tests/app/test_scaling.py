@@ -4,9 +4,11 @@ import types
 
 import pytest
 from app_helpers import assert_clean, open_link
+from helpers import KERNEL_HEADER, write_kernel_record
 
 import attn_core.bench as bench
 from attn_core.bench import ROW_FIELDS, write_csv
+from explorer.tables import scaling as tables
 
 PAGE = "views/scaling.py"
 SUBMIT = "bench_run"
@@ -61,14 +63,16 @@ def recorded_rows(device: str, methods: tuple[str, ...]) -> list[dict]:
 
 @pytest.fixture
 def recorded(tmp_path, monkeypatch):
-    """A benchmarks/ folder of the test's own: a CPU and a GPU run (as attn_core.bench writes them) and a bad file."""
+    """A benchmarks/ folder of the test's own: a CPU and a GPU run (as attn_core.bench writes them), a bad file, and
+    a record of kernel speeds (as tools.gpu_check writes it): another kind of record, not a scaling run."""
     cpu = {"device": "cpu", "device_name": "Test CPU", "date": "2026-01-01"}
     gpu = {"device": "cuda", "device_name": "NVIDIA H100 80GB HBM3", "date": "2026-01-02", "torch": "2.13.0"}
     write_csv(str(tmp_path / "cpu.csv"), recorded_rows("cpu", ("naive", "tiled")), cpu)
     write_csv(str(tmp_path / "gpu.csv"), recorded_rows("cuda", ("naive", "triton")), gpu)
     (tmp_path / "broken.csv").write_text("not,a,benchmark\n1,2,3\n")
+    kernels = write_kernel_record(tmp_path / "gpu_attention.csv")
     monkeypatch.setenv("ATTN_BENCHMARKS_DIR", str(tmp_path))
-    return {"cpu": "Test CPU (cpu), 2026-01-01", "gpu": "NVIDIA H100 80GB HBM3 (cuda), 2026-01-02"}
+    return {"cpu": "Test CPU (cpu), 2026-01-01", "gpu": "NVIDIA H100 80GB HBM3 (cuda), 2026-01-02", "kernels": kernels}
 
 
 def test_renders_at_defaults_with_formula_charts_and_tables(open_page):
@@ -83,7 +87,7 @@ def test_renders_at_defaults_with_formula_charts_and_tables(open_page):
     assert at.get("download_button")  # st.download_button (an UnknownElement to AppTest)
     recorded = at.selectbox(key="bench_recorded").options[1:]  # the runs in benchmarks/, if any yet
     if not any("(cuda" in run for run in recorded):
-        assert any("No recorded GPU results yet" in info.value for info in at.info)
+        assert any("No recorded GPU scaling run yet" in info.value for info in at.info)
 
 
 def test_every_control_changes_and_the_page_follows(open_page, recorded):
@@ -149,15 +153,18 @@ def test_no_method_chosen_asks_for_one(open_page):
     assert any("at least one method" in info.value for info in at.info)
 
 
-def test_recorded_runs_are_listed_labelled_and_drawn_beside_the_live_one(open_page, recorded):
-    at = open_page(PAGE, **TINY, bench_methods=["naive", "triton"])
+def test_recorded_runs_are_listed_labelled_and_drawn_beside_the_live_one(open_page, recorded, monkeypatch):
+    monkeypatch.setattr(tables, "live_device", lambda: "cpu")  # a CPU-only server, whatever runs the test
+    at = open_page(PAGE, **TINY, bench_methods=["naive", "tiled"])
     assert_clean(at)
+    # the kernel record (gpu_attention.csv) is another kind of record: neither a run to pick nor an error
     assert at.selectbox(key="bench_recorded").options == ["none", recorded["cpu"], recorded["gpu"]]
     assert list(table(at, "run")["run"]) == [recorded["cpu"], recorded["gpu"]]
-    assert not any("No recorded GPU results" in info.value for info in at.info)
-    assert any("broken.csv could not be read" in w.value for w in at.warning)
-    # the Triton kernel cannot run on this CPU: a skipped row with the reason, and its recorded GPU line
-    assert "triton" in " ".join(table(at, "reason").reason)
+    assert not any("No recorded GPU scaling run" in info.value for info in at.info)
+    (unreadable,) = [w.value for w in at.warning if "could not be read" in w.value]
+    assert unreadable.startswith("broken.csv could not be read")
+    # the Triton kernel cannot run on this CPU: not offered, but the recorded GPU run still draws its line
+    assert "triton" not in at.multiselect(key="bench_methods").options
     at.selectbox(key="bench_recorded").set_value(recorded["gpu"]).run()
     assert_clean(at)
     slopes = table(at, "memory · recorded")
@@ -171,8 +178,35 @@ def test_without_recorded_runs_the_page_says_how_to_record_them(open_page, tmp_p
     at = open_page(PAGE, **TINY)
     assert_clean(at)
     assert at.selectbox(key="bench_recorded").options == ["none"] and at.selectbox(key="bench_recorded").disabled
-    assert any("No recorded GPU results yet" in info.value for info in at.info)
+    assert any("No recorded GPU scaling run yet" in info.value for info in at.info)
     assert len(at.get("vega_lite_chart")) == 2
+    assert not any(e.label.startswith("The Triton kernel on a GPU") for e in at.expander)  # no record, no summary
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_cpu_server_says_what_the_triton_kernel_is_for_and_shows_its_recorded_gpu_speed(recorded, monkeypatch, lang):
+    """The kernel is for a CUDA GPU: not offered on a CPU server, which shows its recorded GPU speed instead, a small
+    table computed from the kernel record (tests/helpers.py: write_kernel_record), one mode at a time."""
+    from explorer.ui.i18n import catalog
+
+    words = catalog(lang)
+    monkeypatch.setattr(tables, "live_device", lambda: "cpu")  # a CPU-only server, whatever runs the test
+    at = open_link(PAGE, {"lang": lang, **{key: str(value) for key, value in TINY.items()}})  # filled in, not run
+    assert_clean(at)
+    assert at.multiselect(key="bench_methods").options == [words[f"scaling.methods.{m}"] for m in tables.METHODS[:-1]]
+    assert words["scaling.triton_off"].replace("`", "") in [c.value.replace("`", "") for c in at.caption]
+    (summary,) = [e for e in at.expander if e.label == words["scaling.gpu.title"]]
+    (caption,) = [c.value for c in summary.caption]
+    assert all(value in caption for value in KERNEL_HEADER.values())  # card, torch and triton versions, date
+    assert "16384" in caption and "2048" in caption and "gpu_attention.csv" in caption  # sizes, the record
+    headers = [words[f"scaling.gpu.table.{key}"] for key in tables.KERNEL_HEADERS]
+    for mode in ("fwd", "fwd_bwd"):
+        if mode != "fwd":  # the forward pass is shown first, like the page's own live runs
+            at.segmented_control(key="bench_gpu_mode").set_value(mode).run()
+            assert_clean(at)
+        (shown,) = [df.value for df in at.dataframe if headers[-1] in df.value.columns]
+        assert list(shown.columns) == headers
+        assert shown.iloc[0].tolist() == ["float16", 64, False, *recorded["kernels"][mode]]
 
 
 FORM = {**TINY, "bench_budget_mb": 64, "bench_time_limit": 10, "bench_causal": True}

@@ -6,6 +6,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from helpers import KERNEL_FIELDS, KERNEL_HEADER, kernel_row, write_kernel_record
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -264,6 +265,80 @@ def test_the_repositorys_recorded_results_read_cleanly():
         assert not run["label"].endswith("undated"), run["label"]  # every recorded run says when it was made
         assert all(s == "ok" or s.startswith(("skipped:", "error:")) for s in run["rows"].status)
         assert not tables.points(run["rows"], run["label"]).empty
+
+
+def test_a_cpu_server_never_offers_the_triton_kernel(monkeypatch):
+    """On a CPU the kernel runs only under Triton's interpreter (for tests): the page does not offer it there."""
+    assert "triton" not in tables.method_options("cpu")
+    assert tables.method_options("cpu") == ("naive", "naive_masked", "tiled", "sdpa")
+    assert tables.shown_by_default("cpu") == ("naive", "tiled", "sdpa")
+    monkeypatch.setattr(tables.torch.cuda, "is_available", lambda: False)
+    assert not tables.triton_runs("cuda") and not tables.triton_runs("cpu")  # no GPU: decided before importing triton
+
+
+def test_a_recorded_gpu_runs_triton_line_is_drawn_where_the_kernel_is_not_offered():
+    rows = pd.DataFrame([bench_row(m, n=128) for m in ("naive", "tiled", "triton")])
+    shown = tables.recorded_shown(rows, ["naive"], tables.method_options("cpu"))
+    assert list(shown.method) == ["naive", "triton"]  # tiled is offered here but hidden; triton is recorded only
+
+
+def test_a_kernel_record_is_skipped_by_the_scaling_runs_without_an_error(tmp_path):
+    write_recorded(tmp_path / "a_cpu.csv", {"device": "cpu", "date": "2026-01-01"}, [bench_row()])
+    write_kernel_record(tmp_path / "gpu_attention.csv")
+    (tmp_path / "c_broken.csv").write_text("not,a,benchmark\n1,2,3\n")
+    runs = tables.recorded_runs(tables.recorded_files(tmp_path))
+    assert [Path(r["path"]).name for r in runs] == ["a_cpu.csv", "c_broken.csv"]  # the record is not a run
+    assert "error" not in runs[0] and "missing columns" in runs[1]["error"]  # an unknown CSV is still reported
+
+
+def test_the_kernel_summary_is_computed_from_the_record(tmp_path):
+    expected = write_kernel_record(tmp_path / "gpu_attention.csv")
+    write_recorded(tmp_path / "cpu.csv", {"device": "cpu", "date": "2027-01-01"}, [bench_row()])  # not a record
+    rows, facts = tables.kernel_record(tables.recorded_files(tmp_path))
+    assert facts == {
+        "card": KERNEL_HEADER["device_name"],
+        "torch": KERNEL_HEADER["torch"],
+        "triton": KERNEL_HEADER["triton"],
+        "date": KERNEL_HEADER["date"],
+        "tokens": "16384",
+        "width": "2048",
+        "modes": ("fwd", "fwd_bwd"),
+        "record": "gpu_attention.csv",  # no Markdown report beside it
+    }
+    for mode, (n, ours, sdpa, backend, ratio) in expected.items():
+        summary = tables.kernel_summary(rows, mode)
+        assert list(summary.columns) == list(tables.KERNEL_HEADERS.values())
+        assert summary.iloc[0].tolist() == ["float16", 64, False, n, ours, sdpa, backend, ratio]
+        assert len(summary) == 1
+    with pytest.raises(ValueError, match="mode"):
+        tables.kernel_summary(rows, "bwd")
+    named = tables.kernel_summary(rows, "fwd", {**tables.KERNEL_HEADERS, "ratio": "ours / SDPA"})
+    assert named["ours / SDPA"].iloc[0] == 0.8
+
+
+def test_the_newest_kernel_record_is_summarised_and_none_gives_nothing(tmp_path):
+    assert tables.kernel_record(tables.recorded_files(tmp_path))[1] == {}
+    write_kernel_record(tmp_path / "b.csv")  # dated 2026-02-03
+    newer = [kernel_row("fwd", 512, "triton", 7.0, candidate="f0:x")]
+    newer += [kernel_row("fwd", 512, "sdpa", 14.0, backend="math")]
+    write_csv(str(tmp_path / "a.csv"), newer, KERNEL_HEADER | {"date": "2026-12-31"}, fields=KERNEL_FIELDS)
+    (tmp_path / "a.md").write_text("# its report")
+    rows, facts = tables.kernel_record(tables.recorded_files(tmp_path))
+    assert facts["date"] == "2026-12-31" and facts["record"] == "a.md" and facts["modes"] == ("fwd",)
+    assert tables.kernel_summary(rows, "fwd").iloc[0].tolist() == ["float16", 64, False, 512, 7.0, 14.0, "math", 0.5]
+    assert tables.kernel_summary(rows, "fwd_bwd").empty
+
+
+def test_the_repositorys_gpu_record_is_summarised_at_its_largest_n():
+    rows, facts = tables.kernel_record(tables.recorded_files(REPO / "benchmarks"))
+    assert facts, "no kernel record in benchmarks/: tools.gpu_check's gpu_attention.csv, which the scaling page shows"
+    assert facts["card"] != "?" and facts["date"] != "?" and facts["record"] == "gpu_attention.md"
+    for mode in facts["modes"]:
+        summary = tables.kernel_summary(rows, mode, {key: key for key in tables.KERNEL_HEADERS})
+        assert 0 < len(summary) <= 16  # one row per (dtype, d, causal): small enough for a projector
+        largest = rows[rows["mode"] == mode].groupby(tables.KERNEL_GROUP, sort=False).n.max()
+        assert list(summary.n) == list(largest)
+        assert np.allclose(summary.ratio, summary.ours / summary.sdpa, atol=0.01)
 
 
 def test_the_download_is_a_recorded_csv_the_page_can_read_back(tmp_path):
