@@ -52,6 +52,21 @@ def _store_tile(ptrs, x, rows, n_rows, offs_d, HEAD_DIM: tl.constexpr, ROW_CHECK
 
 
 @triton.jit
+def _add_tile(ptrs, x, rows, n_rows, offs_d, HEAD_DIM: tl.constexpr, ROW_CHECK: tl.constexpr, EVEN_D: tl.constexpr):
+    """_store_tile as fp32 atomic adds: several programs add into the same rows."""
+    if ROW_CHECK:
+        if EVEN_D:
+            tl.atomic_add(ptrs, x, mask=rows[:, None] < n_rows, sem="relaxed")
+        else:
+            tl.atomic_add(ptrs, x, mask=(rows[:, None] < n_rows) & (offs_d[None, :] < HEAD_DIM), sem="relaxed")
+    else:
+        if EVEN_D:
+            tl.atomic_add(ptrs, x, sem="relaxed")
+        else:
+            tl.atomic_add(ptrs, x, mask=offs_d[None, :] < HEAD_DIM, sem="relaxed")
+
+
+@triton.jit
 def _load_rowvec(ptrs, rows, n_rows, ROW_CHECK: tl.constexpr):
     if ROW_CHECK:
         x = tl.load(ptrs, mask=rows < n_rows, other=0.0)
@@ -279,8 +294,9 @@ def _attn_fwd_desc(
 # Two launches: _attn_bwd_delta computes D; _attn_bwd gives every program one key block (dK, dV:
 # it walks the query tiles at and below the diagonal) and one query block (dQ: it walks the key
 # tiles left of and on the diagonal). No two programs write the same rows, so there are no atomics,
-# and the result does not depend on scheduling. Pairing key block j with query block j balances
-# causal work: key block j sees n - j*B queries, query block j sees (j+1)*B keys, n + B in all.
+# and the result does not depend on scheduling (ATOMIC trades that for two fewer matmuls: _attn_bwd).
+# Pairing key block j with query block j balances causal work: key block j sees n - j*B queries,
+# query block j sees (j+1)*B keys, n + B in all.
 
 
 @triton.jit
@@ -304,16 +320,19 @@ def _attn_bwd_delta(
 
 @triton.jit
 def _dkdv_tiles(
-    dk, dv, k, v, Q, DO, Lse, Delta, stride_qm, stride_qd,
-    lo, hi, cols, offs_m, offs_d, N_Q, qk_scale,
+    dk, dv, k, v, Q, DO, Lse, Delta, DQ, stride_qm, stride_qd,
+    lo, hi, cols, offs_m, offs_d, N_Q, qk_scale, sm_scale,
     HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, EVEN_D: tl.constexpr,
     CAUSAL_MASK: tl.constexpr, ROW_CHECK: tl.constexpr, DOT_PRECISION: tl.constexpr, DOT_IN_FP32: tl.constexpr,
+    ATOMIC_DQ: tl.constexpr,
 ):  # fmt: skip
-    """Accumulate dK, dV of one key block over query tiles [lo, hi), in transposed (key, query) tiles.
+    """Accumulate dK, dV of one key block over query tiles [lo, hi), in transposed (key, query) tiles;
+    with ATOMIC_DQ, also add this block's share dS K * sm_scale to each tile's rows of the fp32 DQ.
 
     Transposed, P^T and dS^T come out of the dot products in the shape the next dot needs, so no
     register tile is transposed. Rows past N_Q load as zeros (q = dO = 0, D = 0) and add nothing.
     Key columns past N_K are never stored, and a column's dK, dV depend on that column alone.
+    # per tile: 4 matmuls of BLOCK_M x BLOCK_N x d; 5 with ATOMIC_DQ
     """
     for start_m in range(lo, hi, BLOCK_M):
         start_m = tl.multiple_of(start_m, BLOCK_M)
@@ -332,8 +351,12 @@ def _dkdv_tiles(
         dv = tl.dot(p_t.to(Q.dtype.element_ty).to(do.dtype), do, dv, input_precision=DOT_PRECISION)
         delta = _load_rowvec(Delta + rows, rows, N_Q, ROW_CHECK)
         dp_t = tl.dot(v, tl.trans(do), input_precision=DOT_PRECISION)  # (BLOCK_N, BLOCK_M)
-        ds_t = p_t * (dp_t - delta[None, :])
-        dk = tl.dot(ds_t.to(Q.dtype.element_ty).to(q.dtype), q, dk, input_precision=DOT_PRECISION)
+        ds_t = (p_t * (dp_t - delta[None, :])).to(Q.dtype.element_ty).to(q.dtype)
+        dk = tl.dot(ds_t, q, dk, input_precision=DOT_PRECISION)
+        if ATOMIC_DQ:
+            dq = tl.dot(tl.trans(ds_t), k, input_precision=DOT_PRECISION)  # (BLOCK_M, HEAD_DIM_PAD)
+            _add_tile(DQ + rows[:, None] * HEAD_DIM + offs_d[None, :], dq * sm_scale, rows, N_Q, offs_d, HEAD_DIM,
+                      ROW_CHECK, EVEN_D)  # fmt: skip
     return dk, dv
 
 
@@ -372,14 +395,15 @@ def _dq_tiles(
 
 @triton.jit
 def _bwd_dkdv(
-    Q, K, V, DO, Lse, Delta, DK, DV,
+    Q, K, V, DO, Lse, Delta, DQ, DK, DV,
     stride_qm, stride_qd, stride_kn, stride_kd, stride_vn, stride_vd,
     n0, N_Q, N_K, qk_scale, sm_scale,
     HEAD_DIM: tl.constexpr, HEAD_DIM_PAD: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
     CAUSAL: tl.constexpr, EVEN_M: tl.constexpr, EVEN_N: tl.constexpr, EVEN_D: tl.constexpr,
-    DOT_PRECISION: tl.constexpr, DOT_IN_FP32: tl.constexpr,
+    DOT_PRECISION: tl.constexpr, DOT_IN_FP32: tl.constexpr, ATOMIC_DQ: tl.constexpr,
 ):  # fmt: skip
-    """dK, dV of key rows [n0, n0 + BLOCK_N): K, V stay on chip while Q, dO tiles stream past."""
+    """dK, dV of key rows [n0, n0 + BLOCK_N), and with ATOMIC_DQ their share of dQ: K, V stay on chip
+    while Q, dO tiles stream past."""
     cols = n0 + tl.arange(0, BLOCK_N)
     offs_m = tl.arange(0, BLOCK_M)
     offs_d = tl.arange(0, HEAD_DIM_PAD)
@@ -400,21 +424,22 @@ def _bwd_dkdv(
     if CAUSAL:  # queries before n0 see none of these keys; from diag_end on they see all of them
         diag_end = tl.cdiv(n0 + BLOCK_N, BLOCK_M) * BLOCK_M
         dk, dv = _dkdv_tiles(
-            dk, dv, k, v, Q, DO, Lse, Delta, stride_qm, stride_qd, (n0 // BLOCK_M) * BLOCK_M,
-            tl.minimum(diag_end, N_Q), cols, offs_m, offs_d, N_Q, qk_scale,
-            HEAD_DIM, BLOCK_M, EVEN_D, True, not EVEN_M, DOT_PRECISION, DOT_IN_FP32,
+            dk, dv, k, v, Q, DO, Lse, Delta, DQ, stride_qm, stride_qd, (n0 // BLOCK_M) * BLOCK_M,
+            tl.minimum(diag_end, N_Q), cols, offs_m, offs_d, N_Q, qk_scale, sm_scale,
+            HEAD_DIM, BLOCK_M, EVEN_D, True, not EVEN_M, DOT_PRECISION, DOT_IN_FP32, ATOMIC_DQ,
         )  # fmt: skip
         lo = diag_end
     else:
         lo = 0
     dk, dv = _dkdv_tiles(
-        dk, dv, k, v, Q, DO, Lse, Delta, stride_qm, stride_qd, lo, n_q_full, cols, offs_m, offs_d, N_Q, qk_scale,
-        HEAD_DIM, BLOCK_M, EVEN_D, False, False, DOT_PRECISION, DOT_IN_FP32,
+        dk, dv, k, v, Q, DO, Lse, Delta, DQ, stride_qm, stride_qd, lo, n_q_full, cols, offs_m, offs_d, N_Q, qk_scale,
+        sm_scale, HEAD_DIM, BLOCK_M, EVEN_D, False, False, DOT_PRECISION, DOT_IN_FP32, ATOMIC_DQ,
     )  # fmt: skip
     if not EVEN_M:  # the ragged last query tile, unless the diagonal tiles already covered it
         dk, dv = _dkdv_tiles(
-            dk, dv, k, v, Q, DO, Lse, Delta, stride_qm, stride_qd, tl.maximum(lo, n_q_full), N_Q, cols, offs_m,
-            offs_d, N_Q, qk_scale, HEAD_DIM, BLOCK_M, EVEN_D, False, True, DOT_PRECISION, DOT_IN_FP32,
+            dk, dv, k, v, Q, DO, Lse, Delta, DQ, stride_qm, stride_qd, tl.maximum(lo, n_q_full), N_Q, cols, offs_m,
+            offs_d, N_Q, qk_scale, sm_scale, HEAD_DIM, BLOCK_M, EVEN_D, False, True, DOT_PRECISION, DOT_IN_FP32,
+            ATOMIC_DQ,
         )  # fmt: skip
 
     offs = cols[:, None] * HEAD_DIM + offs_d[None, :]
@@ -483,13 +508,23 @@ def _attn_bwd(
     HEAD_DIM: tl.constexpr, HEAD_DIM_PAD: tl.constexpr,
     BLOCK_M1: tl.constexpr, BLOCK_N1: tl.constexpr, BLOCK_M2: tl.constexpr, BLOCK_N2: tl.constexpr,
     CAUSAL: tl.constexpr, EVEN_M: tl.constexpr, EVEN_N: tl.constexpr, EVEN_D: tl.constexpr,
-    DOT_PRECISION: tl.constexpr, DOT_IN_FP32: tl.constexpr,
+    DOT_PRECISION: tl.constexpr, DOT_IN_FP32: tl.constexpr, ATOMIC: tl.constexpr,
 ):  # fmt: skip
     """Program j of slice z: dK, dV of key block j (BLOCK_N1 keys, in query steps of BLOCK_M1), then
-    dQ of query block j (BLOCK_M2 queries, in key steps of BLOCK_N2), for each that exists."""
+    dQ of query block j (BLOCK_M2 queries, in key steps of BLOCK_N2), for each that exists.
+
+    ATOMIC (FlashAttention-2's order): one program per key block, whose dS, computed once, also gives
+    its share of dQ, added with atomics to DQ, an fp32 accumulator the delta kernel zeroed: five
+    matmuls per (query tile, key block) pair instead of seven, and half the exponentials; the sum's
+    order, and so its last bits, depends on scheduling (deterministic=False). BLOCK_M2, BLOCK_N2 unused.
+    """
     n_k_blocks = tl.cdiv(N_K, BLOCK_N1)
-    n_q_blocks = tl.cdiv(N_Q, BLOCK_M2)
-    n_programs = tl.maximum(n_k_blocks, n_q_blocks)
+    if ATOMIC:  # key block 0 sees the most queries when causal: the longest programs start first
+        n_q_blocks = 0
+        n_programs = n_k_blocks
+    else:
+        n_q_blocks = tl.cdiv(N_Q, BLOCK_M2)
+        n_programs = tl.maximum(n_k_blocks, n_q_blocks)
     pid = tl.program_id(0)
     z = (pid // n_programs).to(tl.int64)
     j = pid % n_programs
@@ -502,132 +537,15 @@ def _attn_bwd(
     DV += z * N_K * HEAD_DIM
     Lse += z * N_Q
     Delta += z * N_Q
-    if j < n_k_blocks:
+    if ATOMIC or j < n_k_blocks:  # (ATOMIC: always; the constant keeps the check out of the compiled kernel)
         _bwd_dkdv(
-            Q, K, V, DO, Lse, Delta, DK, DV, stride_qm, stride_qd, stride_kn, stride_kd, stride_vn, stride_vd,
+            Q, K, V, DO, Lse, Delta, DQ, DK, DV, stride_qm, stride_qd, stride_kn, stride_kd, stride_vn, stride_vd,
             j * BLOCK_N1, N_Q, N_K, qk_scale, sm_scale, HEAD_DIM, HEAD_DIM_PAD, BLOCK_M1, BLOCK_N1,
-            CAUSAL, EVEN_M, EVEN_N, EVEN_D, DOT_PRECISION, DOT_IN_FP32,
+            CAUSAL, EVEN_M, EVEN_N, EVEN_D, DOT_PRECISION, DOT_IN_FP32, ATOMIC,
         )  # fmt: skip
-    if j < n_q_blocks:
+    if not ATOMIC and j < n_q_blocks:
         _bwd_dq(
             Q, K, V, DO, Lse, Delta, DQ, stride_qm, stride_qd, stride_kn, stride_kd, stride_vn, stride_vd,
             j * BLOCK_M2, N_Q, N_K, qk_scale, sm_scale, HEAD_DIM, HEAD_DIM_PAD, BLOCK_M2, BLOCK_N2,
             CAUSAL, EVEN_M, EVEN_N, EVEN_D, DOT_PRECISION, DOT_IN_FP32,
         )  # fmt: skip
-
-
-# --- backward with atomic dQ: five matmuls per tile pair ------------------------------------------
-# FlashAttention-2's order: each program owns one key block and walks the query tiles; dS, computed
-# once, gives dK (kept on chip) and this block's share of dQ, added in fp32 to a zeroed accumulator
-# with atomics. Five matmuls per (query tile, key block) pair instead of seven, and half the
-# exponentials; the sum's order, and so its last bits, depends on scheduling (deterministic=False).
-
-
-@triton.jit
-def _dkdv_dq_tiles(
-    dk, dv, k, v, Q, DO, Lse, Delta, DQAcc, stride_qm, stride_qd,
-    lo, hi, cols, offs_m, offs_d, N_Q, qk_scale, sm_scale,
-    HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, EVEN_D: tl.constexpr,
-    CAUSAL_MASK: tl.constexpr, ROW_CHECK: tl.constexpr, DOT_PRECISION: tl.constexpr, DOT_IN_FP32: tl.constexpr,
-):  # fmt: skip
-    """_dkdv_tiles, plus dQ[rows] += dS K * sm_scale for each query tile. # 5 matmuls of BLOCK_M BLOCK_N d"""
-    for start_m in range(lo, hi, BLOCK_M):
-        start_m = tl.multiple_of(start_m, BLOCK_M)
-        rows = start_m + offs_m  # (BLOCK_M,)
-        q = _load_tile(Q + rows[:, None] * stride_qm + offs_d[None, :] * stride_qd, rows, N_Q, offs_d,
-                       HEAD_DIM, ROW_CHECK, EVEN_D)  # fmt: skip
-        do = _load_tile(DO + rows[:, None] * HEAD_DIM + offs_d[None, :], rows, N_Q, offs_d, HEAD_DIM, ROW_CHECK, EVEN_D)
-        if DOT_IN_FP32:
-            q = q.to(tl.float32)
-            do = do.to(tl.float32)
-        lse = _load_rowvec(Lse + rows, rows, N_Q, ROW_CHECK)
-        s_t = tl.dot(k, tl.trans(q), input_precision=DOT_PRECISION)  # (BLOCK_N, BLOCK_M) raw
-        p_t = tl.exp2(s_t * qk_scale - lse[None, :])
-        if CAUSAL_MASK:
-            p_t = tl.where(cols[:, None] <= rows[None, :], p_t, 0.0)
-        dv = tl.dot(p_t.to(Q.dtype.element_ty).to(do.dtype), do, dv, input_precision=DOT_PRECISION)
-        delta = _load_rowvec(Delta + rows, rows, N_Q, ROW_CHECK)
-        dp_t = tl.dot(v, tl.trans(do), input_precision=DOT_PRECISION)  # (BLOCK_N, BLOCK_M)
-        ds_t = (p_t * (dp_t - delta[None, :])).to(Q.dtype.element_ty).to(q.dtype)
-        dk = tl.dot(ds_t, q, dk, input_precision=DOT_PRECISION)
-        dq = tl.dot(tl.trans(ds_t), k, input_precision=DOT_PRECISION)  # (BLOCK_M, HEAD_DIM_PAD)
-        dq_ptrs = DQAcc + rows[:, None] * HEAD_DIM + offs_d[None, :]
-        if ROW_CHECK:
-            if EVEN_D:
-                tl.atomic_add(dq_ptrs, dq * sm_scale, mask=rows[:, None] < N_Q, sem="relaxed")
-            else:
-                tl.atomic_add(dq_ptrs, dq * sm_scale, mask=(rows[:, None] < N_Q) & (offs_d[None, :] < HEAD_DIM),
-                              sem="relaxed")  # fmt: skip
-        else:
-            if EVEN_D:
-                tl.atomic_add(dq_ptrs, dq * sm_scale, sem="relaxed")
-            else:
-                tl.atomic_add(dq_ptrs, dq * sm_scale, mask=offs_d[None, :] < HEAD_DIM, sem="relaxed")
-    return dk, dv
-
-
-@triton.jit
-def _attn_bwd_atomic(
-    Q, K, V, DO, Lse, Delta, DQAcc, DK, DV,
-    stride_qz, stride_qm, stride_qd,
-    stride_kz, stride_kn, stride_kd,
-    stride_vz, stride_vn, stride_vd,
-    N_Q, N_K, qk_scale, sm_scale,
-    HEAD_DIM: tl.constexpr, HEAD_DIM_PAD: tl.constexpr, BLOCK_M1: tl.constexpr, BLOCK_N1: tl.constexpr,
-    CAUSAL: tl.constexpr, EVEN_M: tl.constexpr, EVEN_N: tl.constexpr, EVEN_D: tl.constexpr,
-    DOT_PRECISION: tl.constexpr, DOT_IN_FP32: tl.constexpr,
-):  # fmt: skip
-    """Program j of slice z: dK, dV of key block j (BLOCK_N1 keys, in query steps of BLOCK_M1) and its
-    share of dQ. Key block 0 sees the most queries when causal, so the longest programs start first."""
-    n_k_blocks = tl.cdiv(N_K, BLOCK_N1)
-    pid = tl.program_id(0)
-    z = (pid // n_k_blocks).to(tl.int64)
-    n0 = (pid % n_k_blocks) * BLOCK_N1
-    Q += z * stride_qz
-    K += z * stride_kz
-    V += z * stride_vz
-    DO += z * N_Q * HEAD_DIM
-    DQAcc += z * N_Q * HEAD_DIM
-    DK += z * N_K * HEAD_DIM
-    DV += z * N_K * HEAD_DIM
-    Lse += z * N_Q
-    Delta += z * N_Q
-    cols = n0 + tl.arange(0, BLOCK_N1)
-    offs_m = tl.arange(0, BLOCK_M1)
-    offs_d = tl.arange(0, HEAD_DIM_PAD)
-    k = _load_tile(K + cols[:, None] * stride_kn + offs_d[None, :] * stride_kd, cols, N_K, offs_d,
-                   HEAD_DIM, not EVEN_N, EVEN_D)  # fmt: skip
-    v = _load_tile(V + cols[:, None] * stride_vn + offs_d[None, :] * stride_vd, cols, N_K, offs_d,
-                   HEAD_DIM, not EVEN_N, EVEN_D)  # fmt: skip
-    if DOT_IN_FP32:
-        k = k.to(tl.float32)
-        v = v.to(tl.float32)
-    dk = tl.zeros([BLOCK_N1, HEAD_DIM_PAD], dtype=tl.float32)
-    dv = tl.zeros([BLOCK_N1, HEAD_DIM_PAD], dtype=tl.float32)
-    if EVEN_M:
-        n_q_full = N_Q
-    else:
-        n_q_full = (N_Q // BLOCK_M1) * BLOCK_M1
-    if CAUSAL:  # queries before n0 see none of these keys; from diag_end on they see all of them
-        diag_end = tl.cdiv(n0 + BLOCK_N1, BLOCK_M1) * BLOCK_M1
-        dk, dv = _dkdv_dq_tiles(
-            dk, dv, k, v, Q, DO, Lse, Delta, DQAcc, stride_qm, stride_qd, (n0 // BLOCK_M1) * BLOCK_M1,
-            tl.minimum(diag_end, N_Q), cols, offs_m, offs_d, N_Q, qk_scale, sm_scale,
-            HEAD_DIM, BLOCK_M1, EVEN_D, True, not EVEN_M, DOT_PRECISION, DOT_IN_FP32,
-        )  # fmt: skip
-        lo = diag_end
-    else:
-        lo = 0
-    dk, dv = _dkdv_dq_tiles(
-        dk, dv, k, v, Q, DO, Lse, Delta, DQAcc, stride_qm, stride_qd, lo, n_q_full, cols, offs_m, offs_d, N_Q,
-        qk_scale, sm_scale, HEAD_DIM, BLOCK_M1, EVEN_D, False, False, DOT_PRECISION, DOT_IN_FP32,
-    )  # fmt: skip
-    if not EVEN_M:
-        dk, dv = _dkdv_dq_tiles(
-            dk, dv, k, v, Q, DO, Lse, Delta, DQAcc, stride_qm, stride_qd, tl.maximum(lo, n_q_full), N_Q, cols,
-            offs_m, offs_d, N_Q, qk_scale, sm_scale, HEAD_DIM, BLOCK_M1, EVEN_D, False, True, DOT_PRECISION,
-            DOT_IN_FP32,
-        )  # fmt: skip
-    offs = cols[:, None] * HEAD_DIM + offs_d[None, :]
-    _store_tile(DK + offs, (dk * sm_scale).to(DK.dtype.element_ty), cols, N_K, offs_d, HEAD_DIM, not EVEN_N, EVEN_D)
-    _store_tile(DV + offs, dv.to(DV.dtype.element_ty), cols, N_K, offs_d, HEAD_DIM, not EVEN_N, EVEN_D)

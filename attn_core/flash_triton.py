@@ -117,8 +117,8 @@ def _check_inputs(q, k, v, causal) -> int:
 #             allow (16-bit, lengths multiples of the tiles, d a power of two); else the same tiles
 #             through _attn_fwd
 #   "ws"      with "desc": the key loop warp-specialised (a loader warp feeding compute warpgroups)
-#   "atomic"  the five-matmul backward (_attn_bwd_atomic: dQ added with fp32 atomics; BLOCK_M2,
-#             BLOCK_N2 unused); deterministic=True takes the same tiles through _attn_bwd instead
+#   "atomic"  the five-matmul backward (_attn_bwd with ATOMIC: dQ added with fp32 atomics; BLOCK_M2,
+#             BLOCK_N2 unused); deterministic=True takes the same tiles without it
 # fp32 tiles are twice the bytes and take the exact ("ieee") dot, which runs on CUDA cores and needs
 # far more registers: smaller tiles. Registers, spills and shared memory of each: tools.flash_compile.
 _FWD_16BIT = {
@@ -238,8 +238,6 @@ class _Setting:
         if self.desc:  # _attn_fwd_desc takes fewer constants
             keep = ("HEAD_DIM", "CAUSAL", "DOT_IN_FP32", "BLOCK_M", "BLOCK_N", "num_warps", "num_stages")
             self.desc_kwargs = {k: self.kwargs[k] for k in keep} | {"WARP_SPEC": config.get("WARP_SPEC", False)}
-        if self.atomic:
-            self.kwargs = {k: v for k, v in self.kwargs.items() if k not in ("BLOCK_M2", "BLOCK_N2")}
 
 
 _PLANS: dict[tuple, _Plan] = {}
@@ -382,8 +380,8 @@ def _backward(q, k, v, out, lse, dout, plan: _Plan, sm_scale: float, shapes=None
             acc = dq if dq.dtype == torch.float32 else _empty((z, n_q, d), dtype=torch.float32, device=q.device)
             kernels._attn_bwd_delta[delta_grid](out, dout, delta, acc, z * n_q, ZERO_DQ=True, **delta_kw)
             grid = (-(-n_k // n1) * z,)
-            kernels._attn_bwd_atomic[grid](q, k, v, dout, lse, delta, acc, dk, dv, *strides, n_q, n_k, *scales,
-                                           EVEN_M=n_q % m1 == 0, EVEN_N=n_k % n1 == 0, **s.kwargs)  # fmt: skip
+            kernels._attn_bwd[grid](q, k, v, dout, lse, delta, acc, dk, dv, *strides, n_q, n_k, *scales,
+                                    EVEN_M=n_q % m1 == 0, EVEN_N=n_k % n1 == 0, ATOMIC=True, **s.kwargs)  # fmt: skip
             if acc is not dq:
                 dq.view(z, n_q, d).copy_(acc)
             return
@@ -392,7 +390,7 @@ def _backward(q, k, v, out, lse, dout, plan: _Plan, sm_scale: float, shapes=None
         grid = (max(-(-n_k // n1), -(-n_q // m2)) * z,)
         even_m, even_n = n_q % max(m1, m2) == 0, n_k % max(n1, n2) == 0
         kernels._attn_bwd[grid](q, k, v, dout, lse, delta, dq, dk, dv, *strides, n_q, n_k, *scales,
-                                EVEN_M=even_m, EVEN_N=even_n, **s.kwargs)  # fmt: skip
+                                EVEN_M=even_m, EVEN_N=even_n, ATOMIC=False, **s.kwargs)  # fmt: skip
 
     with _on_device(q.device):
         run(_choose(plan, "bwd", n_q, n_k, run))

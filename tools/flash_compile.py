@@ -39,8 +39,9 @@ def _signature(kernel, dtype, constexprs: dict, ints: dict) -> tuple[dict, dict,
         elif name in _DESC_ROWS:  # a host-side TensorDescriptor, typed by its block as the JIT types it
             block = f"{constexprs[_DESC_ROWS[name]]}, {constexprs['HEAD_DIM']}"
             signature[name] = f"tensordesc<{_PTR[dtype][1:]}[{block}]>"
-        elif name in _TENSORS:
-            signature[name] = "*fp32" if name in _FP32_PTRS else _PTR[dtype]
+        elif name in _TENSORS:  # the atomic backward sums dQ in fp32
+            fp32 = name in _FP32_PTRS or (name == "DQ" and constexprs.get("ATOMIC"))
+            signature[name] = "*fp32" if fp32 else _PTR[dtype]
             attrs[(i,)] = [["tt.divisibility", 16]]
         elif name in ints:
             if ints[name] == 1:
@@ -115,8 +116,8 @@ def _report(arch: int, dtype, d: int, causal: bool, all_candidates: bool, n: int
                 if even["EVEN_M"]:  # the descriptor kernel runs only on lengths its tiles divide
                     jobs.append(("_attn_fwd_desc", s.desc_kwargs, cand))
             else:
-                name = {"fwd": "_attn_fwd", "bwd": "_attn_bwd_atomic" if s.atomic else "_attn_bwd"}[kernel]
-                jobs.append((name, {**s.kwargs, **even}, cand))
+                extra = {"ATOMIC": s.atomic} if kernel == "bwd" else {}
+                jobs.append((f"_attn_{kernel}", {**s.kwargs, **even, **extra}, cand))
     c = plan.constants
     delta = {"HEAD_DIM": d, "HEAD_DIM_PAD": c["HEAD_DIM_PAD"], "BLOCK": plan.delta_block, "EVEN_D": c["EVEN_D"]}
     jobs.append(("_attn_bwd_delta", {**delta, "ZERO_DQ": True}, {"BLOCK": plan.delta_block}))

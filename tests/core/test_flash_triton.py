@@ -315,11 +315,12 @@ def test_even_flags_and_grids_follow_the_shapes(recorder, n_q, n_k, d, even, det
     for kw in (fwd_kw, bwd_kw):
         assert (kw["EVEN_M"], kw["EVEN_N"], kw["EVEN_D"]) == even
     assert fwd_grid == (3 * -(-n_q // 32),)  # one program per (slice, query block)
+    assert bwd == "_attn_bwd"
     if deterministic:  # one program per (slice, key block j, query block j); no dQ accumulator to zero
-        assert (bwd, delta_kw["ZERO_DQ"]) == ("_attn_bwd", False)
+        assert (bwd_kw["ATOMIC"], delta_kw["ZERO_DQ"]) == (False, False)
         assert bwd_grid == (3 * max(-(-n_k // 16), -(-n_q // 32)),)
     else:  # one program per (slice, key block); the delta kernel zeroes the fp32 dQ sums
-        assert (bwd, delta_kw["ZERO_DQ"]) == ("_attn_bwd_atomic", True)
+        assert (bwd_kw["ATOMIC"], delta_kw["ZERO_DQ"]) == (True, True)
         assert bwd_grid == (3 * -(-n_k // 16),)
 
 
