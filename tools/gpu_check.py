@@ -280,19 +280,20 @@ class _Launch(NamedTuple):
 
 
 class _Recorder:
-    """Stands in for attn_core._flash_kernels: forwards every launch and keeps it (with the compiled
-    kernel a Triton launch returns: registers, spills, shared memory), whatever kernels there are."""
+    """Stands in for attn_core._flash_kernels: keeps every launch and forwards it (with the compiled
+    kernel a Triton launch returns: registers, spills, shared memory), whatever kernels there are;
+    with run=False it launches nothing (the wrapper's own Python alone)."""
 
-    def __init__(self, real):
-        self.real, self.launches = real, []
+    def __init__(self, real, run: bool = True):
+        self.real, self.run, self.launches = real, run, []
 
     def __getattr__(self, name):
-        kernel, launches = getattr(self.real, name), self.launches
+        kernel, launches, run = getattr(self.real, name), self.launches, self.run
 
         class _Kernel:
             def __getitem__(self, grid):
                 def launch(*args, **kwargs):
-                    compiled = kernel[grid](*args, **kwargs)
+                    compiled = kernel[grid](*args, **kwargs) if run else None
                     launches.append(_Launch(name, kernel, grid, args, kwargs, compiled))
                     return compiled
 

@@ -267,29 +267,11 @@ def test_every_cuda_tiling_matches_naive(fwd, bwd):
             torch.testing.assert_close(x, y, atol=3e-5, rtol=1e-5, msg=lambda m, s=f"n={n} {name}": f"{s}: {m}")
 
 
-class _Recorder:
-    """Stands in for attn_core._flash_kernels: records each launch's grid and keywords; runs it if `run`."""
-
-    def __init__(self, real, run: bool):
-        self.real, self.run, self.launches = real, run, []
-
-    def __getattr__(self, name):
-        recorder = self
-
-        class _Kernel:
-            def __getitem__(self, grid):
-                def launch(*args, **kwargs):
-                    recorder.launches.append((name, grid, kwargs))
-                    if recorder.run:
-                        getattr(recorder.real, name)[grid](*args, **kwargs)
-
-                return launch
-
-        return _Kernel()
-
-
 @pytest.fixture
 def recorder(monkeypatch):
+    """Records each launch (name, grid, keywords: tools.gpu_check's _Launch) and runs it if `run`."""
+    from tools.gpu_check import _Recorder
+
     real = flash_triton._kernels()
 
     def install(run=True):
@@ -310,7 +292,9 @@ def test_even_flags_and_grids_follow_the_shapes(recorder, n_q, n_k, d, even, det
     q, k, v = (x.requires_grad_() for x in _qkv((3,), n_q, n_k, d))
     out = flash_attention(q, k, v, causal=True, block_m=32, block_n=16, deterministic=deterministic)
     out.sum().backward()
-    (fwd, fwd_grid, fwd_kw), (delta, _, delta_kw), (bwd, bwd_grid, bwd_kw) = rec.launches
+    (fwd, fwd_grid, fwd_kw), (delta, _, delta_kw), (bwd, bwd_grid, bwd_kw) = (
+        (launch.name, launch.grid, launch.kwargs) for launch in rec.launches
+    )
     assert (fwd, delta) == ("_attn_fwd", "_attn_bwd_delta")
     for kw in (fwd_kw, bwd_kw):
         assert (kw["EVEN_M"], kw["EVEN_N"], kw["EVEN_D"]) == even
@@ -368,7 +352,7 @@ def test_descriptor_forward_matches_naive(recorder, n_q, n_k, causal, dtype, ws)
     q, k, v = _qkv((2, 3), n_q, n_k, 32, dtype, seed=n_q + n_k)
     with _forced(flash_triton, *_desc_candidates(32, ws)):
         out = flash_attention(q, k, v, causal=causal)
-    assert [name for name, _, _ in rec.launches] == ["_attn_fwd_desc"]
+    assert [launch.name for launch in rec.launches] == ["_attn_fwd_desc"]
     ref = _reference(q, k, v, causal)
     err = (out.float() - ref).abs().max()
     torch_err = (_torch_low_precision(q, k, v, causal).float() - ref).abs().max()
@@ -399,7 +383,7 @@ def test_descriptor_candidate_falls_back_where_the_shapes_do_not_allow(recorder,
     q, k, v = make()
     with _forced(flash_triton, *_desc_candidates(q.shape[-1], True)):
         out = flash_attention(q, k, v, causal=True)
-    assert [name for name, _, _ in rec.launches] == ["_attn_fwd"], why
+    assert [launch.name for launch in rec.launches] == ["_attn_fwd"], why
     tol = 1e-5 if q.dtype == torch.float32 else 2e-3
     torch.testing.assert_close(out.float(), _reference(q, k, v, True), atol=tol, rtol=tol)
 
@@ -415,7 +399,7 @@ def test_launch_settings_are_cached_per_shape_class(recorder):
         ("fwd", 64, 64, 56),
         ("fwd", 128, 128, 56),
     ]
-    assert [name for name, _, _ in rec.launches] == ["_attn_fwd"] * 3
+    assert [launch.name for launch in rec.launches] == ["_attn_fwd"] * 3
 
 
 def test_tuning_picks_a_candidate_and_caches_it(monkeypatch):
