@@ -1,15 +1,27 @@
 import streamlit as st
 
-from attn_core.stats import DISTRIBUTIONS, theoretical_score_kurtosis
+from attn_core.stats import DISTRIBUTIONS, theoretical_score_kurtosis, theoretical_score_variance
 from explorer.charts import sqrt_dk as charts
 from explorer.tables import sqrt_dk as tables
 from explorer.ui import state as controls
 from explorer.ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed, spec_of, table
-from explorer.ui.i18n import t, td, tl
+from explorer.ui.i18n import t, td
 
 SWEEP_PAIRS = 2000  # per d_k in the sweep: a 3% standard error on each variance, one cheap draw
 PAIRS = [1000, 2000, 5000, 10000, 20000]
 NOT_NORMAL = 0.5  # excess kurtosis from which the histogram visibly departs from the bell curve
+ROW_KEYS = 8  # keys in the softmax row
+
+
+def notice_points(d_k: int, distribution: str, mean: float, span) -> list[str]:
+    """What to notice, true for the chosen distribution; the gaps line quotes the softmax row's spans."""
+    if distribution == "shifted":
+        var, drift = tables.scaled_moments(d_k, mean)
+        first = t("sqrt_dk.notice.shifted", var=var, drift=drift, d_k=d_k)
+    else:
+        first = t("sqrt_dk.notice.widens")
+    return [first, t("sqrt_dk.notice.gaps", u=span["unscaled"], s=span["scaled"], d_k=d_k)]
+
 
 histograms = table(tables.score_histograms, 32)
 sweep = table(tables.variance_sweep, 16)
@@ -40,38 +52,48 @@ left, right = st.columns([3, 2])
 with right:
     formula(r"\mathrm{Var}(q\cdot k)=\sum_{i=1}^{d_k}\mathrm{Var}(q_i k_i)=d_k", t("sqrt_dk.variance_caption"))
     formula(r"\mathrm{Var}\!\left(\frac{q\cdot k}{\sqrt{d_k}}\right)=1")
-    notice(tl("sqrt_dk.notice"))
+    # softmax ignores a shift of its row: what the scaling changes is the gaps within one row (its logits' span)
+    with friendly_errors(t("sqrt_dk.sections.softmax")):
+        span = softmax_row(d_k, ROW_KEYS, 1.0, seed()).groupby("series").logit.agg(lambda x: x.max() - x.min())
+        notice(notice_points(d_k, distribution, mean, span))
 
 with left, friendly_errors(t("sqrt_dk.sections.histograms")):
     bars, curves, stats = histograms(d_k, n_pairs, distribution, mean, seed())
     u, s = stats["unscaled"], stats["scaled"]
     m1, m2, m3, m4 = st.columns(4)
     m1.metric(t("sqrt_dk.metrics.var"), f"{u['var']:.2f}", help=t("sqrt_dk.metrics.var_help", se=u["var_stderr"]))
-    m2.metric(t("sqrt_dk.metrics.theory"), f"{d_k}", help=t("sqrt_dk.metrics.theory_help"))
+    theory = theoretical_score_variance(d_k, distribution=distribution, mean=mean)
+    which = "shifted" if distribution == "shifted" else "centred"
+    m2.metric(t(f"sqrt_dk.metrics.theory.{which}"), f"{theory:g}", help=t(f"sqrt_dk.metrics.theory_help.{which}"))
     m3.metric(t("sqrt_dk.metrics.scaled"), f"{s['var']:.3f}")
     m4.metric(
-        t("sqrt_dk.metrics.share"),
-        f"{u['share_within_pm3']:.0%}",
-        delta=t("sqrt_dk.metrics.share_delta", share=s["share_within_pm3"]),
+        t("sqrt_dk.metrics.std"),
+        f"{u['std']:.2f}",
+        delta=t("sqrt_dk.metrics.std_delta", std=s["std"]),
         delta_color="off",
-        help=t("sqrt_dk.metrics.share_help"),
+        delta_arrow="off",  # two values side by side, not a change
+        help=t("sqrt_dk.metrics.std_help"),
     )
     if controls.toggle(t("sqrt_dk.controls.overlay"), True, key="overlay"):
-        figure = spec_of(charts.overlaid_histograms, bars, curves, td("sqrt_dk.charts.overlaid"), names)
+        figure = spec_of(charts.overlaid_histograms, bars, curves, 3 * s["std"], td("sqrt_dk.charts.overlaid"), names)
         chart(figure, bars, "score_histograms")
     else:
         h1, h2 = st.columns(2)
         for where, series, sigma in ((h1, "unscaled", u["std"]), (h2, "scaled", s["std"])):
             figure = spec_of(charts.score_histogram, bars, curves, series, 3 * sigma, td(f"sqrt_dk.charts.{series}"))
             chart(figure, bars[bars.series == series], f"score_histogram_{series}", where=where)
-    st.caption(t("sqrt_dk.sigma_caption", u=u["share_within_3sigma"], s=s["share_within_3sigma"], n=n_pairs))
+    # dividing by sqrt(d_k) divides sigma too, so both series hold the same share: one number
+    st.caption(t("sqrt_dk.sigma_caption", share=u["share_within_3sigma"], n=n_pairs))
     # A sum of few products q_i k_i is not normal (one product of two normals peaks at 0, with heavy tails): say so
     # where the bars visibly leave the curve. For N(0, 1) entries the kurtosis is known, 3 + 6/d_k; else measured.
     theory = theoretical_score_kurtosis(d_k) if distribution == "normal" else None
     excess = (theory if theory is not None else s["kurtosis"]) - 3
     if abs(excess) >= NOT_NORMAL:
         why = t("sqrt_dk.not_normal.normal", theory=theory) if theory is not None else t("sqrt_dk.not_normal.other")
-        st.info(t("sqrt_dk.not_normal.text", d_k=d_k, kurtosis=s["kurtosis"], why=why), icon=":material/info:")
+        total = t("sqrt_dk.not_normal.one") if d_k == 1 else t("sqrt_dk.not_normal.sum", d_k=d_k)
+        promise = t(f"sqrt_dk.not_normal.promise.{which}")
+        text = t("sqrt_dk.not_normal.text", d_k=d_k, kurtosis=s["kurtosis"], why=why, total=total, promise=promise)
+        st.info(text, icon=":material/info:")
 
 c_left, c_right = st.columns(2)
 with c_left, friendly_errors(t("sqrt_dk.sections.sweep")):
@@ -81,7 +103,7 @@ with c_left, friendly_errors(t("sqrt_dk.sections.sweep")):
 with c_right, friendly_errors(t("sqrt_dk.sections.softmax")):
     # T drives only this chart: its slider sits beside it, not in the box at the top
     temperature = controls.slider(t("sqrt_dk.controls.temperature"), 0.1, 5.0, 1.0, 0.1, key="temperature")
-    row = softmax_row(d_k, 8, temperature, seed())
+    row = softmax_row(d_k, ROW_KEYS, temperature, seed())
     chart(spec_of(charts.softmax_bars, row, td("sqrt_dk.charts.softmax"), names), row, "softmax_row")
     top = row.groupby("series").weight.max()
     st.markdown(

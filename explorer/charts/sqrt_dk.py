@@ -43,10 +43,12 @@ def score_histogram(bars: pd.DataFrame, curves: pd.DataFrame, series: str, band:
     return (shade + hist + theory).properties(title=text["title"], height=HEIGHT)
 
 
-def overlaid_histograms(bars: pd.DataFrame, curves: pd.DataFrame, text: Mapping[str, str], names: Mapping[str, str]):
-    """Unscaled and scaled scores on one axis with their N(0, d_k) and N(0, 1) densities.
+def overlaid_histograms(
+    bars: pd.DataFrame, curves: pd.DataFrame, band: float, text: Mapping[str, str], names: Mapping[str, str]
+):
+    """Unscaled and scaled scores on one axis with their N(0, d_k) and N(0, 1) densities, [-band, band] shaded.
 
-    The band [-3, 3] is where softmax still responds to a change of its inputs. text: title, x, density.
+    text: title, x, density.
     """
     hist = (
         alt.Chart(bars)
@@ -70,7 +72,7 @@ def overlaid_histograms(bars: pd.DataFrame, curves: pd.DataFrame, text: Mapping[
         .encode(x=alt.X("x:Q"), y=alt.Y("density:Q"), detail=alt.Detail("series:N"))
     )
     band = (
-        alt.Chart(pd.DataFrame({"lo": [-3.0], "hi": [3.0]}))
+        alt.Chart(pd.DataFrame({"lo": [-band], "hi": [band]}))
         .mark_rect(opacity=0.08, color="#444444")
         .encode(x=alt.X("lo:Q"), x2=alt.X2("hi:Q"))
     )

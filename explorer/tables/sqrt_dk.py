@@ -23,7 +23,7 @@ def score_histograms(d_k: int, n_pairs: int, distribution: str, mean: float, see
     """Histogram densities of unscaled and scaled scores with N(0, d_k) and N(0, 1) beside them.
 
     Returns (bars, curves, stats): bars has columns series, left, right, density; curves has
-    series, x, density; stats maps "unscaled"/"scaled" to score_statistics plus the share in [-3, 3].
+    series, x, density; stats maps "unscaled"/"scaled" to score_statistics.
     """
     raw = sample_scores(d_k, n_pairs, distribution=distribution, mean=mean, seed=seed)
     series = {"unscaled": raw, "scaled": raw / math.sqrt(d_k)}
@@ -35,7 +35,7 @@ def score_histograms(d_k: int, n_pairs: int, distribution: str, mean: float, see
         bars.append(pd.DataFrame({"series": name, "left": edges[:-1], "right": edges[1:], "density": density}))
         grid = np.linspace(edges[0], edges[-1], 200)
         curves.append(pd.DataFrame({"series": name, "x": grid, "density": _gaussian(grid, theory_var[name])}))
-        stats[name] = score_statistics(x) | {"share_within_pm3": float((x.abs() <= 3).double().mean())}
+        stats[name] = score_statistics(x)
     return pd.concat(bars, ignore_index=True), pd.concat(curves, ignore_index=True), stats
 
 
@@ -64,3 +64,8 @@ def softmax_row(d_k: int, n_keys: int, temperature: float, seed: int) -> pd.Data
         w = masked_softmax(x / temperature)
         frames.append(pd.DataFrame({"key": range(n_keys), "series": name, "logit": x.numpy(), "weight": w.numpy()}))
     return pd.concat(frames, ignore_index=True)
+
+
+def scaled_moments(d_k: int, mean: float) -> tuple[float, float]:
+    """Variance and mean of q.k / sqrt(d_k) for N(mu, 1) entries: 1 + 2 mu^2 and sqrt(d_k) mu^2 (it drifts)."""
+    return theoretical_score_variance(d_k, distribution="shifted", mean=mean) / d_k, math.sqrt(d_k) * mean**2

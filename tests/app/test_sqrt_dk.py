@@ -1,6 +1,12 @@
 import math
+import random
+import re
 
+import pytest
 from app_helpers import assert_clean, metric
+
+from attn_core.stats import DISTRIBUTIONS
+from explorer.tables import sqrt_dk as tables
 
 PAGE = "views/sqrt_dk.py"
 
@@ -67,3 +73,43 @@ def test_the_temperature_slider_sits_beside_the_softmax_chart_it_drives(open_pag
     at.slider(key="temperature").set_value(0.1).run()
     assert_clean(at)
     assert any("T = 0.1" in m.value for m in at.markdown)
+
+
+def _numbers(text: str) -> list[float]:
+    return [float(x) for x in re.findall(r"-?\d+(?:\.\d+)?", text)]
+
+
+def test_every_sentence_agrees_with_the_numbers_beside_it_over_a_seeded_sweep(open_page):
+    """Issue 25: no '[-3, 3] where softmax responds' at any d_k, one ±3σ share, the row's gaps quoted as computed."""
+    rng = random.Random(25)
+    at = open_page(PAGE)
+    settings = [(1, "normal", 0.5), (1024, "uniform", 0.5)]
+    settings += [
+        (rng.choice(tables.D_K_SWEEP), rng.choice(DISTRIBUTIONS), rng.choice([0.0, 1.0, 2.0])) for _ in range(2)
+    ]
+    for d_k, distribution, mean in settings:
+        at.select_slider(key="d_k").set_value(d_k)
+        at.selectbox(key="distribution").set_value(distribution).run()
+        if distribution == "shifted":
+            at.slider(key="mean").set_value(mean).run()
+        mean = at.slider(key="mean").value
+        assert_clean(at)
+        page = " ".join(m.value for m in at.markdown) + " ".join(c.value for c in at.caption)
+        assert "[-3, 3]" not in page and "responds" not in page
+        row = tables.softmax_row(d_k, 8, 1.0, 0)
+        span = row.groupby("series").logit.agg(lambda x: x.max() - x.min())
+        (gaps,) = [m.value for m in at.markdown if "only the gaps within a row" in m.value]
+        assert f"span {span['unscaled']:.2f} and the scaled ones {span['scaled']:.2f}" in gaps
+        (sigma,) = [c.value for c in at.caption if "±3σ" in c.value]
+        assert len(re.findall(r"\d+\.\d+%", sigma)) == 2  # the one share and a Gaussian's 99.73%
+        std = next(m for m in at.metric if m.label == "σ of q·k")
+        assert std.proto.direction == std.proto.NONE  # two values side by side: no arrow
+        theory = float(next(m.value for m in at.metric if m.label.startswith("theory")))
+        mu = mean if distribution == "shifted" else 0.0
+        assert theory == pytest.approx(d_k * (1 + 2 * mu**2))
+        if distribution == "shifted":
+            (moved,) = [m.value for m in at.markdown if "still moves with d_k" in m.value]
+            assert f"= {1 + 2 * mu**2:.2f}" in moved and f"= {math.sqrt(d_k) * mu**2:.2f}" in moved
+        for note in (i.value for i in at.info if "bell curve" in i.value):
+            assert ("a single product" in note) == (d_k == 1) and "only 1 products" not in note
+            assert ("variance 1," in note) == (distribution != "shifted")
