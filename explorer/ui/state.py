@@ -16,6 +16,8 @@ import re
 from collections.abc import Callable, Sequence
 
 import streamlit as st
+from streamlit.runtime.state import get_session_state
+from streamlit.runtime.state.common import user_key_from_element_id
 
 from explorer.ui.i18n import t
 
@@ -99,11 +101,30 @@ def _serialize(value) -> str:
     return "" if value is None else str(value)
 
 
+def _sent_by_browser() -> frozenset[str]:
+    """The keys of the widgets whose values the browser sent with this run.
+
+    A tab that outlived its session (a server restart, a laptop asleep past the session's lifetime) reconnects
+    to a new session and sends every widget's value with its next run: that value, maybe just moved, is newer
+    than the address bar the new session has never seen. Streamlit 1.67 keeps them by widget id until the widget
+    is drawn (no public call reads them earlier); an id ends with the user key (common.user_key_from_element_id).
+    """
+    try:
+        sent = get_session_state()._state._new_widget_state.states
+    except AttributeError:  # another Streamlit inside: fall back to the URL winning, as before
+        return frozenset()
+    return frozenset(user_key_from_element_id(widget_id) for widget_id in sent)
+
+
 def _restore(key: str, parse: Callable[[str], object]) -> None:
-    """Give `key` its URL value (once per distinct URL value) or the value kept from an earlier visit."""
+    """Give `key` its URL value (once per distinct URL value) or the value kept from an earlier visit; a value
+    the browser sent for it wins over a URL value this session has not seen yet (a reconnected tab's)."""
     state = st.session_state
     raw = st.query_params.get(key)
     seen = state.setdefault(_SEEN, {})
+    if raw is not None and seen.get(key) != raw and key in _sent_by_browser():
+        seen[key] = raw  # the widget below takes the browser's value and _publish writes it to the URL
+        return
     if raw is not None and seen.get(key) != raw:
         seen[key] = raw
         try:
