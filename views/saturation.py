@@ -18,7 +18,7 @@ from explorer.ui.frame import (
     table,
     wire,
 )
-from explorer.ui.i18n import t, td, tl
+from explorer.ui.i18n import t, td
 
 N_KEYS = [2, 4, 8, 16, 32, 64]
 SCALES = ["scaled", "unscaled"]
@@ -28,6 +28,7 @@ sweep = table(tables.saturation_sweep, 16)
 temperature_curve = table(tables.temperature_curve, 64)
 temperature_row = table(tables.temperature_row, 128)
 example = table(tables.softmax_example, 32)
+sweep_facts = table(tables.sweep_facts, 64)
 notes_check = table(tables.notes_check, 1)
 jacobian_html = table(charts.jacobian_html, 64)
 names = td("saturation.series")
@@ -65,6 +66,19 @@ def entropy_chart(d_k: int, n_keys: int, seed_value: int, text: dict, series: di
     return wire(charts.entropy_vs_temperature(curve, math.log(n_keys), 1.0, text, series))
 
 
+def notice_points(f: dict, d_k: int, n_keys: int) -> list[str]:
+    """What the sweep's charts show at this n and d_k, filled from its numbers (the shape changes with n)."""
+    shape = "rises" if f["peak_d_k"] > 1 else "falls"
+    below = "below" if f["below_from"] is not None else "never_below"
+    if f["ratio"] >= tables.FAR:
+        spread = t("saturation.notice.far", d_k=d_k, **f)
+    else:
+        near = "saturation.notice.near" if f["far_from"] else "saturation.notice.near_never"
+        spread = t(near, d_k=d_k, n=n_keys, far=tables.FAR, **f)
+    median = t(f"saturation.notice.{shape}", **f) + " " + t(f"saturation.notice.{below}", **f)
+    return [median, spread, t("saturation.notice.temperature", root=d_k**0.5)]
+
+
 def show_example(logits: tuple[float, ...], weights_column, jacobian_column) -> None:
     """One row of logits: ‖J‖_F, its weights and self-gradients, and the tinted Jacobian."""
     weights, cells, stats = example(logits)
@@ -83,8 +97,9 @@ def show_example(logits: tuple[float, ...], weights_column, jacobian_column) -> 
             column_config={
                 "i": "i",
                 "logit": st.column_config.NumberColumn(columns["logit"], format="%g"),
-                "weight": st.column_config.NumberColumn(columns["weight"], format="%.4e"),
-                "self_gradient": st.column_config.NumberColumn(columns["self_gradient"], format="%.3e"),
+                # 4 significant digits: 0.9184 as it reads, 2.061e-9 in exponent form only when it is that small
+                "weight": st.column_config.NumberColumn(columns["weight"], format="%.4g"),
+                "self_gradient": st.column_config.NumberColumn(columns["self_gradient"], format="%.4g"),
             },
         )
     with jacobian_column:
@@ -141,7 +156,7 @@ with right:
         r"J=\operatorname{diag}(p)-p\,p^{\top},\qquad \|J\|_F^2=\sum_{i,j}J_{ij}^2",
         t("saturation.sweep_caption", rows=tables.SWEEP_ROWS, n=n_keys),
     )
-    notice(tl("saturation.notice"))
+    notice(notice_points(sweep_facts(swept, d_k), d_k, n_keys))
 c1, c2 = st.columns(2)
 with c1, friendly_errors(t("saturation.errors.entropy")):
     chart(entropy_spec, swept[["d_k", "series", "entropy"]], "entropy_vs_d_k")

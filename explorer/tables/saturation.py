@@ -61,6 +61,45 @@ def saturation_sweep(n_keys: int, seed: int, n_rows: int = SWEEP_ROWS) -> pd.Dat
     return pd.DataFrame(rows)
 
 
+FAR = 2.0  # the mean ‖J‖ is "far above" the median from this ratio on
+
+
+def _from_on(d_ks, holds) -> int | None:
+    """The smallest d_k from which `holds` is true at every larger d_k of the sweep (None: not at 1024)."""
+    start = None
+    for d_k, ok in zip(d_ks, holds, strict=True):
+        start = (start or d_k) if ok else None
+    return start
+
+
+def sweep_facts(sweep: pd.DataFrame, d_k: int) -> dict:
+    """What the sweep's charts show, for the page's sentences about them (computed, so true at every n and d_k).
+
+    first/peak/end: the unscaled median ‖J‖ at d_k 1, at its largest (peak_d_k) and at d_k 1024; lo/hi: the
+    scaled median's range; below_from: the d_k from which the unscaled median stays below the scaled one
+    (d_k 1 excluded: both are the same logits there); mean/median/ratio: the unscaled row at d_k;
+    far_from: the d_k from which the unscaled mean stays FAR times above the median or more.
+    """
+    u = sweep[sweep.series == "unscaled"].set_index("d_k")
+    s = sweep[sweep.series == "scaled"].set_index("d_k")
+    later = u.index[1:]
+    ratio = u.jacobian_norm / u.jacobian_median.where(u.jacobian_median > 0)
+    return {
+        "first": float(u.jacobian_median.iloc[0]),
+        "peak": float(u.jacobian_median.max()),
+        "peak_d_k": int(u.jacobian_median.idxmax()),
+        "end": float(u.jacobian_median.iloc[-1]),
+        "end_d_k": int(u.index[-1]),
+        "lo": float(s.jacobian_median.min()),
+        "hi": float(s.jacobian_median.max()),
+        "below_from": _from_on(later, (u.jacobian_median < s.jacobian_median)[later]),
+        "mean": float(u.jacobian_norm[d_k]),
+        "median": float(u.jacobian_median[d_k]),
+        "ratio": float(ratio[d_k]) if ratio[d_k] == ratio[d_k] else float("inf"),
+        "far_from": _from_on(u.index, (ratio.fillna(float("inf")) >= FAR)),
+    }
+
+
 def _row_stats(p: torch.Tensor) -> dict[str, float]:
     # + 0.0 turns the -0.0 of a one-hot row (-(1 log 1) = -0.0) into 0.0, which prints without a sign
     h = float(entropy(p)) + 0.0

@@ -1,9 +1,11 @@
 import json
 import math
+import random
 
 from app_helpers import assert_clean, open_link
 
-from attn_core.stats import random_logits, saturation_summary
+from attn_core.naive import masked_softmax
+from attn_core.stats import jacobian_norm, random_logits, saturation_summary
 from explorer.tables import saturation as tables
 
 PAGE = "views/saturation.py"
@@ -157,3 +159,49 @@ def test_a_box_whose_controls_are_all_hidden_leaves_no_empty_frame():
         return sum(b.proto.flex_container.border for b in _flat(at.main) if getattr(b, "type", "") == "flex_container")
 
     assert frames(hidden) == frames(shown) - 1
+
+
+def test_the_notices_say_what_the_sweep_shows_at_every_n_and_d_k(open_page):
+    """Issue 25: at n 16, d_k 16 the unscaled mean ‖J‖ (0.287) is below its median (0.346), and at n 64 the median
+    first rises; the notices, recomputed here from attn_core's logits, must say so instead of 'collapses' and 'far
+    above'."""
+    rng = random.Random(25)
+    settings = [(16, 16), (64, 4)] + [(rng.choice([2, 4, 8, 16, 32, 64]), 2 ** rng.randrange(11)) for _ in range(2)]
+    at = open_page(PAGE)
+    for n, d_k in settings:
+        at.select_slider(key="sat_n_keys").set_value(n)
+        at.select_slider(key="sat_d_k").set_value(d_k).run()
+        assert_clean(at)
+        median, mean = {}, {}
+        for d in tables.D_K_SWEEP:
+            for series in ("unscaled", "scaled"):
+                z = random_logits(d, tables.SWEEP_ROWS, n, scaled=series == "scaled", seed=0)
+                per_row = jacobian_norm(masked_softmax(z))
+                median[d, series], mean[d, series] = float(per_row.quantile(0.5)), float(per_row.mean())
+        text = " ".join(m.value for m in at.markdown)
+        assert "collapses" not in text and "The mean stays far above" not in text
+        unscaled = [median[d, "unscaled"] for d in tables.D_K_SWEEP]
+        peak = max(unscaled)
+        if peak > unscaled[0]:
+            assert f"{peak:.3g} at d_k = {tables.D_K_SWEEP[unscaled.index(peak)]}, then falls" in text
+        else:
+            assert f"falls from {unscaled[0]:.3g} at d_k = 1" in text
+        u_mean, u_median = mean[d_k, "unscaled"], median[d_k, "unscaled"]
+        quoted = f"mean ‖J‖ ({u_mean:.3g})"
+        assert quoted in text
+        if u_mean < 2 * u_median:
+            assert f"{quoted} and median ({u_median:.3g}) are within a factor of 2" in text
+        else:
+            assert f"{quoted} is {u_mean / u_median:.3g} times the median" in text
+        below = [
+            d
+            for d in tables.D_K_SWEEP[1:]
+            if all(median[e, "unscaled"] < median[e, "scaled"] for e in tables.D_K_SWEEP if e >= d)
+        ]
+        assert f"below the scaled one from d_k = {below[0]} on" in text
+
+
+def test_weights_read_as_numbers_not_exponents(open_page):
+    at = open_page(PAGE)
+    weights = at.dataframe[1]  # softmax([2.5, 0, -2.5])
+    assert weights.proto.columns and "%.4g" in weights.proto.columns and "%.4e" not in weights.proto.columns
