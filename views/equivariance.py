@@ -7,7 +7,7 @@ from explorer.tables import equivariance as tables
 from explorer.ui import state as controls
 from explorer.ui.claims import notes_claim
 from explorer.ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed, spec_of, table
-from explorer.ui.i18n import t, td, tl
+from explorer.ui.i18n import t, td
 
 KINDS = list(tables.PERMUTATION_CHOICES)
 WIDTHS = [2, 4, 8, 16, 32, 64]  # even: sinusoidal encodings come in sin/cos pairs
@@ -17,8 +17,26 @@ MATRICES = {"A": "a", "A′": "a_prime", "P A Pᵀ": "pap"}  # the tables' matri
 views = table(tables.weights_views, 64)
 variant_errors = table(tables.variant_errors, 64)
 shared_projection = table(tables.shared_projection, 64)
+projection_claims = table(tables.projection_claims, 64)
+plain_facts = table(tables.plain_facts, 64)
 kind_labels = td("equivariance.kinds")
 breakers = td("equivariance.breakers")
+variant_labels = td("equivariance.variants")
+
+
+def notice_points(n, d, perm, causal, positional, precision, variant) -> list[str]:
+    """What the weights and the variants' chart show at this setting, filled from their numbers."""
+    _, s = views(n, d, perm, causal, positional, seed(), precision)
+    f = plain_facts(variant_errors(n, d, perm, seed(), precision), perm, s["max_abs_v"], s["eps"])
+    same = "same" if s["weights_gap"] <= s["weights_tolerance"] else "differ"
+    plain = "identity" if f["identity"] else "alike" if f["plain"] == 0 else "ulps"
+    marked = "all_broken" if f["broken"] == f["marked"] else "some_broken"
+    return [
+        t(f"equivariance.notice.{same}", gap=s["weights_gap"], variant=variant_labels[variant]),
+        t(f"equivariance.notice.{plain}", **f),
+        t(f"equivariance.notice.{marked}", **f),
+    ]
+
 
 header(t("equivariance.title"), t("equivariance.lede"))
 predict_first(t("equivariance.question"), t("equivariance.answer"))
@@ -85,7 +103,8 @@ with right:
         t("equivariance.proof_caption"),
     )
     formula(r"PMP^\top\neq M,\qquad PX+E\neq P(X+E)", t("equivariance.breaks_caption"))
-    notice(tl("equivariance.notice"))
+    with friendly_errors(t("equivariance.errors.error")):
+        notice(notice_points(n, d, perm, causal, positional, precision, variant))
 
 with left, friendly_errors(t("equivariance.errors.error")):
     df, s = views(n, d, perm, causal, positional, seed(), precision)
@@ -157,8 +176,9 @@ with right:
         r"W_Q=W_K=W&\ \Rightarrow\ S=X\,WW^\top X^\top/\sqrt d=S^\top\\ KQ^\top&=(QK^\top)^\top\end{aligned}",
         t("equivariance.projection.formula_caption"),
     )
-    for key in ("shared_symmetric", "shared_equivalent", "qk_kq"):
-        notes_claim(key)
+    with friendly_errors(t("equivariance.errors.projection")):
+        for key, result in projection_claims(n, d, seed()).items():  # judged on the tokens of the metrics beside
+            notes_claim(key, result=result)
 with left, friendly_errors(t("equivariance.errors.projection")):
     cells, sym = shared_projection(n, d, seed())
     m1, m2, m3 = st.columns(3)

@@ -22,6 +22,7 @@ from attn_core.masks import causal_mask
 from attn_core.naive import masked_softmax, naive_attention
 from attn_core.positional import sinusoidal_encoding
 from attn_core.symmetry import make_permutation, parse_permutation, permutation_matrix
+from explorer.tables import notes
 
 PERMUTATION_CHOICES = ("random", "reverse", "cyclic", "typed")
 PRECISIONS = {"float64": torch.float64, "float32": torch.float32}
@@ -184,3 +185,34 @@ def shared_projection(n: int, d: int, seed: int) -> tuple[pd.DataFrame, dict]:
     separate = scores["separate"]
     stats["kq_gap"] = float((masked_softmax(separate) - masked_softmax(separate.T)).abs().max())
     return pd.concat(frames, ignore_index=True), stats
+
+
+PROJECTION_CLAIMS = ("shared_symmetric", "shared_equivalent", "qk_kq")
+
+
+def projection_claims(n: int, d: int, seed: int) -> dict[str, notes.Result]:
+    """The notes' claims about shared projections judged on the page's own tokens: the cards quote its metrics."""
+    _, stats = shared_projection(n, d, seed)
+    facts = {
+        "separate": stats["separate"]["scores"],
+        "shared": stats["shared"]["scores"],
+        "weights_gap": stats["kq_gap"],
+        "one_sided": stats["separate"]["weights"],
+    }
+    return {key: notes.judge_projections(key, facts) for key in PROJECTION_CLAIMS}
+
+
+def plain_facts(errors: pd.DataFrame, perm: tuple[int, ...], max_abs_v: float, eps: float) -> dict:
+    """What the variants' chart shows, for the sentences beside it: the plain error (in ulps of max|V| too), whether
+    P is the identity, and how many of the variants with a mask or encodings break the symmetry, the largest error."""
+    plain = errors.set_index("variant").loc["plain"]
+    marked = errors[errors.causal | errors.positional]
+    return {
+        "plain": float(plain.error),
+        "plain_ulps": float(plain.error) / (eps * max_abs_v),
+        "identity": perm == tuple(range(len(perm))),
+        "broken": int((marked.verdict == "broken").sum()),
+        "marked": len(marked),
+        "largest": float(marked.error.max()),
+        "max_v": max_abs_v,
+    }

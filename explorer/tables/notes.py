@@ -806,8 +806,8 @@ def bilinear_facts(seed: int) -> dict:
     }
 
 
-def _qk_kq(seed: int) -> Result:
-    f = bilinear_facts(seed)
+def _qk_kq(seed: int, f: dict | None = None) -> Result:
+    f = f or bilinear_facts(seed)
     computed = f"KQᵀ = (QKᵀ)ᵀ; max |softmax(QKᵀ) − softmax(KQᵀ)| = {f['weights_gap']:.3f}"
     return Result("QKᵀ ≈ KQᵀ", computed, "inexact" if f["weights_gap"] > 1e-6 else "right", f)
 
@@ -817,17 +817,26 @@ def _quadratic_form(seed: int) -> Result:
     return Result("XW_q(XW_k)ᵀ = X(W_qW_kᵀ)Xᵀ", f"max error {f['quadratic']:.1e}", _identity(f["quadratic"]), {})
 
 
-def _shared_symmetric(seed: int) -> Result:
-    f = bilinear_facts(seed)
+def _shared_symmetric(seed: int, f: dict | None = None) -> Result:
+    f = f or bilinear_facts(seed)
     return Result(
         "W Wᵀ ⇒ S = Sᵀ", f"max |S − Sᵀ| = {f['shared']:g} (shared W)", "right" if f["shared"] == 0 else "wrong", f
     )
 
 
-def _shared_equivalent(seed: int) -> Result:
-    f = bilinear_facts(seed)
+def _shared_equivalent(seed: int, f: dict | None = None) -> Result:
+    f = f or bilinear_facts(seed)
     computed = f"max |S − Sᵀ|: separate {f['separate']:.3f}, shared {f['shared']:g}"
     return Result("W_Q, W_K ≡ one W", computed, "wrong" if f["separate"] > 1e-9 else "right", f)
+
+
+def judge_projections(key: str, facts: dict) -> Result:
+    """A claim about separate and shared projections judged on a page's own tokens (facts as bilinear_facts gives
+    them), so its card quotes the numbers beside it and not the claims table's fixed example."""
+    judges = {"qk_kq": _qk_kq, "shared_symmetric": _shared_symmetric, "shared_equivalent": _shared_equivalent}
+    if key not in judges:
+        raise ValueError(f"key must be one of {tuple(judges)}, got {key!r}")
+    return judges[key](0, facts)
 
 
 def _self_attention_q_k_v(seed: int) -> Result:

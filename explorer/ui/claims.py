@@ -48,12 +48,13 @@ def notes_about() -> str:
     return t("notes.about", titles=titles)
 
 
-def notes_claim(key: str, where=st) -> None:
+def notes_claim(key: str, where=st, result: notes.Result | None = None) -> None:
     """One bordered line: the verdict as a coloured badge, the claim and where the notes make it, the true value, why.
 
     Not an alert box: an error box means the page failed, and a wrong claim in the notes is not a failure.
+    result: the claim judged on the page's own numbers (notes.judge_projections), where the page shows them.
     """
-    r = _result(key, seed())
+    r = result or _result(key, seed())
     badge = f":{COLOURS[r.verdict]}-badge[{t(f'notes.verdicts.{r.verdict}')}]"
     text = t(
         "common.claims.line",

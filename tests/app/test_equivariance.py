@@ -1,8 +1,15 @@
 import json
+import math
+import random
 
 import pytest
+import torch
 from app_helpers import assert_clean, metric, open_link
 from streamlit.testing.v1 import AppTest
+
+from attn_core.bilinear import asymmetry, projected_scores
+from attn_core.masks import causal_mask
+from attn_core.naive import masked_softmax, naive_attention
 
 PAGE = "views/equivariance.py"
 ERROR = "equivariance error"  # the metric: max |Attention(PX) − P·Attention(X)|
@@ -165,3 +172,59 @@ def test_a_shared_projection_makes_the_scores_symmetric(open_page):
     at.slider(key="n").set_value(3).run()
     assert_clean(at)
     assert metric(at, "max |S − Sᵀ|, one shared W") == "0"
+
+
+def _recomputed(n: int, d: int, perm: tuple[int, ...], seed: int, precision: str) -> dict:
+    """The variants' errors and the projection asymmetries, recomputed from attn_core alone."""
+    dtype = {"float64": torch.float64, "float32": torch.float32}[precision]
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, d, generator=gen, dtype=torch.float64)
+    w = torch.randn(3, d, d, generator=gen, dtype=torch.float64) / math.sqrt(d)
+    xs, ws, index = x.to(dtype), w.to(dtype), torch.tensor(perm)
+    errors = {}
+    for name, mask in (("plain", None), ("causal", causal_mask(n))):
+        out = naive_attention(xs @ ws[0], xs @ ws[1], xs @ ws[2], mask)[0]
+        moved = naive_attention(xs[index] @ ws[0], xs[index] @ ws[1], xs[index] @ ws[2], mask)[0]
+        errors[name] = float((moved - out[index]).abs().max())
+    s = projected_scores(x, w[0], w[1])
+    return errors | {"separate": asymmetry(s), "kq": float((masked_softmax(s) - masked_softmax(s.T)).abs().max())}
+
+
+def test_the_notices_and_the_claim_cards_quote_the_numbers_of_this_setting(open_page):
+    """Issue 25: the claim cards came from a hidden example (1.891 beside a metric of 3.57), and the notice said a
+    permutation other than the identity never gives exactly 0, which n 2, d 2, seed 1, reverse, float64 does."""
+    rng = random.Random(25)
+    settings = [(2, 2, 1, "reverse", "float64"), (8, 16, 0, "random", "float64")]
+    settings += [
+        (
+            rng.randint(2, 32),
+            rng.choice([2, 4, 8, 16, 32, 64]),
+            rng.randrange(5),
+            rng.choice(["random", "reverse"]),
+            rng.choice(["float64", "float32"]),
+        )
+        for _ in range(2)
+    ]
+    at = open_page(PAGE)
+    assert "Only the identity gives exactly 0" not in " ".join(m.value for m in at.expander[0].markdown)
+    for n, d, seed, kind, precision in settings:
+        at.session_state["seed"] = seed
+        at.slider(key="n").set_value(n)
+        at.select_slider(key="d").set_value(d)
+        at.selectbox(key="perm_kind").set_value(kind)
+        at.radio(key="precision").set_value(precision).run()
+        assert_clean(at)
+        truth = _recomputed(n, d, shown_permutation(at), seed, precision)
+        text = " ".join(m.value for m in at.markdown).replace("\\", "")  # the cards escape Markdown
+        if truth["plain"] == 0:
+            assert "The plain error is exactly 0 here" in text
+        else:
+            assert f"The plain error is {truth['plain']:.2e} = " in text
+        assert float(metric(at, "max |S − Sᵀ|, separate W_Q, W_K")) == float(f"{truth['separate']:.3g}")
+        assert float(metric(at, "max |softmax(QKᵀ) − softmax(KQᵀ)|")) == float(f"{truth['kq']:.3g}")
+        assert f"separate {truth['separate']:.3f}, shared 0" in text  # the card: the page's own tokens
+        assert f"max |softmax(QKᵀ) − softmax(KQᵀ)| = {truth['kq']:.3f}" in text
+        at.toggle(key="causal").set_value(True).run()
+        text = " ".join(m.value for m in at.markdown)
+        assert "A′ and P A Pᵀ below differ by up to" in text and "match cell by cell" not in text
+        at.toggle(key="causal").set_value(False).run()
