@@ -25,7 +25,7 @@ from explorer.ui.frame import (
     table,
     wire,
 )
-from explorer.ui.i18n import t, td, tl
+from explorer.ui.i18n import t, td
 
 # recorded runs; the variable lets a test point the page at a folder of its own
 BENCHMARKS = Path(os.environ.get("ATTN_BENCHMARKS_DIR") or Path(__file__).resolve().parents[1] / "benchmarks")
@@ -43,6 +43,9 @@ FORM_KEYS = (
 # A link that carries the form's settings fills the form in but measures nothing until "Run benchmark" is
 # pressed: a shared max n = 8192 would otherwise keep every student's first view busy for a minute.
 WAITING = "_bench_waiting_for_submit"
+# A run measured while the server was busy, too noisy to state a slope or cut short for memory serves only the
+# session that measured it (tables.keepable): kept here, by setting, until its "Run benchmark" is pressed again.
+UNKEPT = "_bench_unkept_runs"
 TIME_COLUMNS = ["source", "method", "n", "time_ms", "time_p10", "time_p90"]
 MEMORY_COLUMNS = ["source", "method", "n", "peak_mib", "scores_mib"]
 
@@ -52,6 +55,7 @@ gpu_summary = table(tables.kernel_summary, 16)
 fits = table(tables.slopes, 32)
 slope_summary = table(tables.slope_summary, 32)
 names = td("scaling.methods")
+tiled_growth = shared(tables.tiled_growth)
 sources = td("scaling.sources")
 
 
@@ -90,15 +94,52 @@ def measure(method, max_n, d, heads, causal, block, budget_mb, time_limit_s, see
 
 def measured(method, max_n, d, heads, causal, block, budget_mb, time_limit_s, seed, device, say):
     """One method's live rows, measured once for the whole server per setting (64 kept; a second student asking
-    for the same setting meanwhile waits for the first one's rows) and not kept when the server's memory cut the
-    run short: the next ask, when memory is back, measures it. The rows are named by their setting and the moment
+    for the same setting meanwhile waits for the first one's rows) and not kept when tables.keepable says no (memory
+    cut it short, the server was busy, or its repeats disagree): it then serves only this session, and the next
+    student measures afresh. The rows are named by their setting and the moment
     they were measured, so the charts and tables made from them are keyed by that, never by hashing the rows."""
     setting = (method, max_n, d, heads, causal, block, budget_mb, time_limit_s, seed, device)
+    mine = st.session_state.setdefault(UNKEPT, {})  # this session's runs the server did not keep: its reruns reuse them
+    if setting in mine:
+        return mine[setting]
 
     def run():
         return known(measure(*setting, say), "scaling.measure", setting, time.time_ns())
 
-    return store("scaling.measure", 64).get_once(setting, run, keep=lambda rows: not tables.short_of_memory(rows))
+    kept = store("scaling.measure", 64)
+    rows = kept.peek(setting)  # a warm rerun: no slope fits to judge it again
+    if rows is not None:
+        return rows
+    rows = kept.get_once(setting, run, keep=tables.keepable)
+    if not tables.keepable(rows):
+        mine[setting] = rows
+    return rows
+
+
+def notice_points(pts, rows) -> list[str]:
+    """What to notice, one sentence per live method from its fitted slopes (tables.slope_facts), then the wall."""
+    facts = shared(tables.slope_facts)(pts, fits(pts), rows)
+    points = []
+    for f in facts:
+        time_words = t(f"scaling.notice.time.{f['verdict']}", **f)
+        memory_words = t(f"scaling.notice.memory.{f['kind']}", **f)
+        points.append(
+            t("scaling.notice.item", **(f | {"method": names[f["method"]], "time": time_words, "memory": memory_words}))
+        )
+    return points + [t("scaling.notice.wall")]
+
+
+def not_kept_warning(rows) -> None:
+    """Say why a run is not kept for the server (tables.keepable): busy server or repeats too far apart."""
+    busy, noisy = shared(tables.busy_entries)(rows), shared(tables.too_noisy)(rows)
+    why = ""
+    if not busy.empty:
+        worst = busy.loc[busy.cpu_share.idxmin()]
+        why += t("scaling.busy", share=worst.cpu_share, method=names[worst.method], n=int(worst.n))
+    if noisy:
+        why += t("scaling.noisy", methods=t("scaling.separator").join(names[m] for m in noisy))
+    if why:
+        st.warning(t("scaling.not_kept", why=why), icon=":material/speed:")
 
 
 def stop_benchmark() -> None:
@@ -127,7 +168,7 @@ def chart_specs(pts, log, time_text, memory_text, names, sources):
         text=time_text,
         names=names,
         sources=sources,
-        slopes=tables.legend_slopes(fitted, "time_slope", LIVE),
+        slopes=tables.legend_slopes(fitted, "time_stated", LIVE),  # the slope the table states, or none
         log=log,
         band=("time_p10", "time_p90"),
     )
@@ -209,7 +250,8 @@ if WAITING not in st.session_state:  # first visit of this session: read before 
     st.session_state[WAITING] = any(key in st.query_params for key in FORM_KEYS)
 
 header(t("scaling.title"), t("scaling.lede"))
-predict_first(t("scaling.question"), t("scaling.answer"))
+# the answer's tiled factor from the library's byte count at the form's defaults, which the answer names
+predict_first(t("scaling.question"), t("scaling.answer", tiled=tiled_growth(64, 4, tables.AUTO), d=64, heads=4))
 
 files = tables.recorded_files(BENCHMARKS)
 runs = recorded_runs(files)
@@ -258,6 +300,7 @@ with st.container(border=True):
             t("scaling.controls.run"), type="primary", icon=":material/play_arrow:", key="bench_run"
         ):
             st.session_state[WAITING] = False
+            st.session_state.pop(UNKEPT, None)  # a new press measures again what the server did not keep
     m1, m2, m3 = st.columns([5, 2, 4], vertical_alignment="bottom")
     offered = tables.method_options(DEVICE)
     methods = controls.multiselect(
@@ -327,6 +370,8 @@ if pts is None:
 short = tables.short_of_memory(rows)
 if short:
     st.warning(t("scaling.short_of_memory", count=short), icon=":material/memory:")
+else:
+    not_kept_warning(rows)
 late = tables.out_of_time(rows)
 if late:
     which = ", ".join(t("scaling.time_limit_which", method=names[m], n=n) for m, n in late.items())
@@ -363,9 +408,10 @@ with left, friendly_errors(t("scaling.sections.charts")):
 
 with left, friendly_errors(t("scaling.sections.slopes")):
     summary = slope_summary(fits(pts), sources, names, td("scaling.quantities"), t("scaling.results.method"))
-    st.markdown(t("scaling.slopes_heading"))
+    st.markdown(t("scaling.slopes_heading", width=tables.NOISY_WIDTH))
+    numbers = [c for c in summary if summary[c].dtype.kind == "f"]  # memory; time cells are text with their range
     st.dataframe(
-        summary, width="stretch", column_config={c: st.column_config.NumberColumn(format="%.2f") for c in summary}
+        summary, width="stretch", column_config={c: st.column_config.NumberColumn(format="%.2f") for c in numbers}
     )
 
 with right:
@@ -373,7 +419,8 @@ with right:
     formula(r"M_\text{tiled} = O\big(B H\,(n d + b^2)\big)", t("scaling.formulas.tiled"))
     formula(r"\text{FLOPs} = 4\,B H n^2 d", t("scaling.formulas.flops"))
     formula(r"y \propto n^{p} \iff \log y = p \log n + c", t("scaling.formulas.slope"))
-    notice(tl("scaling.notice"))
+    with friendly_errors(t("scaling.sections.slopes")):
+        notice(notice_points(pts, rows))
 
 with friendly_errors(t("scaling.sections.measurements")):
     skipped = shared(tables.not_measured)(rows, names, td("scaling.not_measured"))

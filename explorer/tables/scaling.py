@@ -18,6 +18,7 @@ import json
 import math
 import os
 import shlex
+import time
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -26,6 +27,7 @@ import pandas as pd
 import torch
 
 from attn_core.bench import (
+    DTYPES,
     HEADROOM_STATUS,
     METHODS,
     ROW_FIELDS,
@@ -38,13 +40,19 @@ from attn_core.bench import (
     run_benchmark,
 )
 from attn_core.budget import budget_bytes
+from attn_core.tiled import default_blocks, tiled_working_bytes
 
 N_MIN = 128
 MAX_N_OPTIONS = tuple(2**i for i in range(9, 14))  # 512 .. 8192
 AUTO = "auto"  # the tile size option that leaves the choice to tiled_attention (default_blocks)
 BLOCK_OPTIONS = (AUTO, 32, 64, 128, 256, 512)
 FIT_POINTS = 3  # slopes are fitted to the largest n, where fixed overheads matter least
-REPEATS, WARMUP = 3, 1  # few repeats: the page answers in about a second at its defaults
+# Five timed calls: their median ignores two slow ones, and their p10-p90 band bounds the slope (time_range).
+REPEATS, WARMUP = 5, 1
+NOISY_WIDTH = 0.5  # a time slope whose range is wider than this is too noisy to state (quiet runs give 0.1-0.2)
+BUSY_SHARE = 0.6  # an entry whose thread had the CPU less than this share of its wall time ran on a busy server
+TIME_THEORY = 2.0  # 4 B H n^2 d FLOPs for every method (causal: half of them, still n^2)
+MEMORY_THEORY = {"naive": 2.0, "naive_masked": 2.0, "sdpa": 1.0, "triton": 1.0}  # tiled: from its byte count
 METHOD_LABELS = {
     "naive": "naive",
     "naive_masked": "naive + causal mask",
@@ -176,7 +184,32 @@ def run_method(
     the method has taken less than time_limit_s. headroom: what the process may still take (run_benchmark).
     """
     config = live_config([method], max_n, d, heads, causal, block, budget_mb, seed, device, time_limit_s)
-    return pd.DataFrame(run_benchmark(config, progress, headroom), columns=list(ROW_FIELDS))
+    clock = CpuShare(progress)
+    rows = pd.DataFrame(run_benchmark(config, clock, headroom), columns=list(ROW_FIELDS))
+    return rows.assign(cpu_share=clock.shares(len(rows)))
+
+
+class CpuShare:
+    """A progress callback that also notes, per entry, the share of its wall time the measuring thread spent on
+    a CPU (time.thread_time): about 1 when it ran undisturbed, far less when other work held the cores or the
+    GIL, which slows every timed call alike, so the repeats can agree on a wrong time. run_benchmark calls
+    progress before each entry and once at the end: consecutive calls bracket one entry."""
+
+    def __init__(self, progress: Progress | None = None):
+        self.progress, self.marks = progress, []
+
+    def __call__(self, done: int, total: int, entry: str) -> None:
+        self.marks.append((time.perf_counter(), time.thread_time()))
+        if self.progress is not None:
+            self.progress(done, total, entry)
+
+    def shares(self, entries: int) -> list[float]:
+        """One share per entry (NaN where no bracket was recorded)."""
+        out = [math.nan] * entries
+        for i in range(min(entries, len(self.marks) - 1)):
+            (w0, c0), (w1, c1) = self.marks[i], self.marks[i + 1]
+            out[i] = min(1.0, (c1 - c0) / (w1 - w0)) if w1 > w0 else math.nan
+        return out
 
 
 def short_of_memory(rows: pd.DataFrame) -> int:
@@ -197,8 +230,25 @@ def points(rows: pd.DataFrame, source: str) -> pd.DataFrame:
             "time_p90": ok.time_ms_p90.astype(float).to_numpy(),
             "peak_mib": ok.peak_mem_bytes.astype(float).to_numpy() / MIB,
             "scores_mib": ok.theory_scores_bytes.astype(float).to_numpy() / MIB,
+            "tiles_mib": tiled_model_bytes(ok) / MIB,
         }
     )
+
+
+def tiled_model_bytes(rows: pd.DataFrame) -> np.ndarray:
+    """What tiled_attention's own byte count (tiled_working_bytes) says each tiled row needs at its n and tile
+    sizes: the n x d arrays plus the tiles. NaN for other methods and rows without their sizes."""
+    needed = ["d", "heads", "batch", "dtype", "block_q", "block_k"]
+    out = np.full(len(rows), math.nan)
+    if not set(needed) <= set(rows.columns):
+        return out
+    for i, r in enumerate(rows.itertuples(index=False)):
+        sizes = [getattr(r, c) for c in needed]
+        if r.method == "tiled" and not any(pd.isna(v) for v in sizes) and str(r.dtype) in DTYPES:
+            b = int(r.batch) * int(r.heads)
+            n, d = int(r.n), int(r.d)
+            out[i] = tiled_working_bytes(b, n, n, d, d, DTYPES[str(r.dtype)], int(r.block_q), int(r.block_k))
+    return out
 
 
 def not_measured(
@@ -279,29 +329,62 @@ def loglog_slope(n, y) -> float:
     return float(np.polyfit(np.log(n), np.log(y), 1)[0])
 
 
+def slope_range(n, lo, hi) -> tuple[float, float]:
+    """The least and the greatest least-squares log-log slope of any points lying within [lo, hi] at each n.
+
+    The slope is sum_i w_i log y_i with w_i = (x_i - mean x) / sum (x - mean x)^2, x = log n: it is least with
+    y_i at lo where w_i > 0 and at hi where w_i < 0, greatest the other way round. With [lo, hi] the p10-p90 of
+    each entry's repeats, every slope the repeats allow lies inside: one slow call, however slow, moves the
+    median to another of the repeats, which lies inside too."""
+    n, lo, hi = (np.asarray(a, dtype=float) for a in (n, lo, hi))
+    loglog_slope(n, lo), loglog_slope(n, hi)  # the same checks as one fit
+    if np.any(lo > hi):
+        raise ValueError("each lo must be <= its hi")
+    x = np.log(n)
+    w = (x - x.mean()) / ((x - x.mean()) ** 2).sum()
+    low, high = np.log(lo), np.log(hi)
+    return float(np.sum(w * np.where(w > 0, low, high))), float(np.sum(w * np.where(w > 0, high, low)))
+
+
+SLOPE_COLUMNS = [
+    "source", "method", "time_slope", "time_lo", "time_hi", "time_stated", "memory_slope", "memory_theory",
+    "fit_from", "fit_to",
+]  # fmt: skip
+
+
 def slopes(pts: pd.DataFrame, last: int = FIT_POINTS) -> pd.DataFrame:
     """Per (source, method): log-log slopes of time and peak memory over the `last` largest n.
 
-    Columns: source, method, time_slope, memory_slope, fit_from, fit_to (NaN slopes below 2 points).
+    Columns: source, method; time_slope (of the medians), time_lo and time_hi (slope_range over the p10-p90
+    bars), time_stated (time_slope, NaN when the range is wider than NOISY_WIDTH: too noisy to state);
+    memory_slope, memory_theory (what the method's memory model predicts at these n: MEMORY_THEORY, or for the
+    tiled path the slope of tiled_working_bytes at its tile sizes); fit_from, fit_to. NaN below 2 points.
     """
     if isinstance(last, bool) or not isinstance(last, int) or last < 2:
         raise ValueError(f"last must be an integer >= 2, got {last!r}")
-    rows = []
-    for (source, method), g in pts.groupby(["source", "method"], sort=False):
-        top = g.sort_values("n").tail(last)
-        fit = len(top) >= 2
-        rows.append(
-            {
-                "source": source,
-                "method": method,
-                "time_slope": loglog_slope(top.n, top.time_ms) if fit else math.nan,
-                "memory_slope": loglog_slope(top.n, top.peak_mib) if fit else math.nan,
-                "fit_from": int(top.n.min()),
-                "fit_to": int(top.n.max()),
-            }
-        )
-    cols = ["source", "method", "time_slope", "memory_slope", "fit_from", "fit_to"]
-    return pd.DataFrame(rows, columns=cols)
+    rows = [_fit(source, method, g.sort_values("n").tail(last)) for (source, method), g in _groups(pts)]
+    return pd.DataFrame(rows, columns=SLOPE_COLUMNS)
+
+
+def _groups(pts: pd.DataFrame):
+    return pts.groupby(["source", "method"], sort=False)
+
+
+def _fit(source: str, method: str, top: pd.DataFrame) -> dict:
+    row = dict.fromkeys(SLOPE_COLUMNS, math.nan) | {"source": source, "method": method}
+    row |= {"fit_from": int(top.n.min()), "fit_to": int(top.n.max())}
+    if len(top) < 2:
+        return row
+    row["time_slope"] = loglog_slope(top.n, top.time_ms)
+    if {"time_p10", "time_p90"} <= set(top.columns) and top[["time_p10", "time_p90"]].notna().all().all():
+        row["time_lo"], row["time_hi"] = slope_range(top.n, top.time_p10, top.time_p90)
+        wide = row["time_hi"] - row["time_lo"] > NOISY_WIDTH
+        row["time_stated"] = math.nan if wide else row["time_slope"]
+    row["memory_slope"] = loglog_slope(top.n, top.peak_mib)
+    model = top.tiles_mib if "tiles_mib" in top else pd.Series(math.nan, index=top.index)
+    fitted = method == "tiled" and model.notna().all()
+    row["memory_theory"] = loglog_slope(top.n, model) if fitted else MEMORY_THEORY.get(method, math.nan)
+    return row
 
 
 def slope_summary(
@@ -319,15 +402,35 @@ def slope_summary(
     """
     if slope_df.empty:
         return pd.DataFrame()
-    wide = slope_df.pivot_table(
-        index="method", columns="source", values=["time_slope", "memory_slope"], sort=False, dropna=False
-    )
     short = short or {}
-    keys = sorted(wide.columns, key=lambda qs: (qs[0] != "time_slope", qs[1]))  # by source key: same in any language
-    wide = wide[keys]
-    wide.columns = [f"{quantities[q.removesuffix('_slope')]} · {short.get(s, s)}" for q, s in keys]
-    order = [m for m in METHOD_LABELS if m in wide.index]
-    return wide.loc[order].rename(index=names).rename_axis(index_name)
+    methods = [m for m in METHOD_LABELS if m in set(slope_df.method)]
+    by = slope_df.set_index(["method", "source"])
+    columns = {}
+    for quantity in ("time", "memory"):
+        for source in sorted(dict.fromkeys(slope_df.source)):  # by source key: the same order in any language
+            cells = [by.loc[(m, source)] if (m, source) in by.index else None for m in methods]
+            values = [_time_cell(c) if quantity == "time" else _memory_cell(c) for c in cells]
+            columns[f"{quantities[quantity]} · {short.get(source, source)}"] = values
+    table = pd.DataFrame(columns, index=pd.Index([names.get(m, m) for m in methods], name=index_name))
+    return table
+
+
+def time_text(slope: float, lo: float, hi: float, stated: float) -> str:
+    """A time slope as the page writes it everywhere: "1.93 (1.85–2.01)", its range in brackets; "? (0.40–3.90)"
+    when the range is too wide to state one; the bare slope when no range is known; "" without a slope."""
+    if math.isnan(slope):
+        return ""
+    if math.isnan(lo) or math.isnan(hi):
+        return f"{slope:.2f}"
+    return f"{'?' if math.isnan(stated) else f'{slope:.2f}'} ({lo:.2f}–{hi:.2f})"
+
+
+def _time_cell(row) -> str:
+    return "" if row is None else time_text(row.time_slope, row.time_lo, row.time_hi, row.time_stated)
+
+
+def _memory_cell(row) -> float:
+    return math.nan if row is None else float(row.memory_slope)
 
 
 def guide_lines(pts: pd.DataFrame, column: str, anchor_source: str = "live") -> pd.DataFrame:
@@ -608,3 +711,101 @@ def kernel_summary(rows: pd.DataFrame, mode: str, headers: Mapping[str, str] = K
         }
     )
     return table.rename(columns=headers).reset_index(drop=True)
+
+
+# --- what the measured slopes say, and whether a run may be kept ------------------------------
+
+
+def time_verdict(lo: float, hi: float, stated: float, theory: float = TIME_THEORY) -> str:
+    """How a time slope compares with its FLOPs' exponent: "none" (no slope), "noisy" (range too wide), "holds"
+    (the range holds it), "below" or "above" (the whole range lies below or above it)."""
+    if math.isnan(lo) or math.isnan(hi):
+        return "none"
+    if math.isnan(stated):
+        return "noisy"
+    return "below" if hi < theory else "above" if lo > theory else "holds"
+
+
+def memory_kind(method: str, theory: float, tiles: str = "") -> str:
+    """Which explanation a memory slope gets: "scores" (n x n arrays); for the tiled path "grow" (its tiles change
+    with n over the fit, tile_text's "…": not one tile size's O(n)), "tiles" (fixed tiles that still outweigh
+    its n x d arrays: well below 1) or "fixed" (fixed tiles, the n x d arrays dominating); "arrays" (SDPA, Triton:
+    n x d arrays only)."""
+    if method in ("naive", "naive_masked"):
+        return "scores"
+    if method != "tiled":
+        return "arrays"
+    return "grow" if "…" in tiles else "tiles" if theory < 0.9 else "fixed"
+
+
+def slope_facts(pts: pd.DataFrame, fitted: pd.DataFrame, rows: pd.DataFrame, source: str = "live") -> list[dict]:
+    """Per method of `source`, in METHOD_LABELS order, what its sentence states: method, lo_n, hi_n, time (its
+    time_text), verdict (time_verdict), memory, theory (memory_slope and memory_theory), kind (memory_kind),
+    ratio (peak over one n x n score matrix at hi_n) and tiles (tile_text of the fitted `rows` of that method)."""
+    mine = fitted[(fitted.source == source) & fitted.memory_slope.notna()].set_index("method")
+    facts = []
+    for method in (m for m in METHOD_LABELS if m in mine.index):
+        f = mine.loc[method]
+        top = pts[(pts.source == source) & (pts.method == method) & (pts.n == f.fit_to)].iloc[0]
+        facts.append(
+            {
+                "method": method,
+                "lo_n": int(f.fit_from),
+                "hi_n": int(f.fit_to),
+                "time": time_text(f.time_slope, f.time_lo, f.time_hi, f.time_stated),
+                "lo": float(f.time_lo),
+                "hi": float(f.time_hi),
+                "verdict": _verdict(f, rows[rows.method == method]),
+                "memory": float(f.memory_slope),
+                "theory": float(f.memory_theory),
+                "ratio": float(top.peak_mib / top.scores_mib),
+                "tiles": tile_text(fitted_rows(rows[rows.method == method])),
+            }
+        )
+        facts[-1]["kind"] = memory_kind(method, f.memory_theory, facts[-1]["tiles"])
+    return facts
+
+
+def _verdict(fit, rows: pd.DataFrame) -> str:
+    """time_verdict, or "busy" when a stated slope was fitted to entries measured on a busy server."""
+    verdict = time_verdict(fit.time_lo, fit.time_hi, fit.time_stated)
+    return "busy" if verdict not in ("none", "noisy") and not busy_entries(rows).empty else verdict
+
+
+def tiled_growth(d: int, heads: int, block, n: int = 512) -> float:
+    """By what factor the tiled path's byte count (tiled_working_bytes) grows from n to 2n at these sizes and tile
+    choice (AUTO: tiled_attention's own, default_blocks, at each n): the answer to the page's question."""
+
+    def need(m: int) -> int:
+        bq, bk = default_blocks(m, m) if block == AUTO else (block, block)
+        return tiled_working_bytes(heads, m, m, d, d, torch.float32, bq, bk)
+
+    return need(2 * n) / need(n)
+
+
+def fitted_rows(rows: pd.DataFrame, last: int = FIT_POINTS) -> pd.DataFrame:
+    """The measured rows the slopes are fitted to: per method, those at its `last` largest measured n."""
+    ok = rows[rows.status == "ok"].sort_values("n")
+    return ok.groupby("method", sort=False).tail(last)
+
+
+def busy_entries(rows: pd.DataFrame) -> pd.DataFrame:
+    """Fitted rows measured while the server was busy: the measuring thread had the CPU less than BUSY_SHARE of
+    the entry's time (CpuShare). Rows without a share (a recorded run) are never counted."""
+    if "cpu_share" not in rows:
+        return rows.iloc[0:0]
+    top = fitted_rows(rows)
+    return top[top.cpu_share < BUSY_SHARE]
+
+
+def too_noisy(rows: pd.DataFrame) -> list[str]:
+    """Methods whose time slope, fitted to these rows, has a range wider than NOISY_WIDTH."""
+    fitted = slopes(points(rows, "live"))
+    return list(fitted.method[fitted.time_slope.notna() & fitted.time_stated.isna()])
+
+
+def keepable(rows: pd.DataFrame) -> bool:
+    """Whether a live run may be kept for the whole server: nothing cut short for memory, no fitted entry measured
+    while the server was busy, and every time slope narrow enough to state. Otherwise it serves only the session
+    that measured it, and the next student measures afresh."""
+    return not short_of_memory(rows) and busy_entries(rows).empty and not too_noisy(rows)

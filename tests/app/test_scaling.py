@@ -1,8 +1,11 @@
 import json
 import math
+import random
+import re
 import types
 
 import pytest
+import torch
 from app_helpers import assert_clean, open_link
 from helpers import KERNEL_HEADER, write_kernel_record
 
@@ -324,3 +327,123 @@ def test_tiles_default_to_the_librarys_choice_and_a_recorded_run_with_other_sett
     at.selectbox(key="bench_recorded").set_value("none").run()
     assert_clean(at)
     assert not any("other settings" in w.value for w in at.warning)
+
+
+# --- the words say what the numbers beside them show ----------------------------------------------------------
+
+
+def notice_item(at, name: str) -> str:
+    """The "what to notice" sentence about one method (by its shown name)."""
+    lines = [line for m in at.markdown for line in m.value.splitlines() if line.startswith(f"- **{name}** (n = ")]
+    assert len(lines) == 1, (name, lines)
+    return lines[0]
+
+
+def tiles_at(block, causal: bool, n: int) -> tuple[int, int]:
+    from attn_core.tiled import default_blocks
+
+    return default_blocks(n, n, "cpu", causal) if block == "auto" else (block, block)
+
+
+def tiled_theory(d: int, heads: int, block, causal: bool, ns) -> float:
+    """The tiled path's predicted memory slope, from attn_core alone."""
+    from attn_core.tiled import tiled_working_bytes
+
+    need = [tiled_working_bytes(heads, n, n, d, d, torch.float32, *tiles_at(block, causal, n)) for n in ns]
+    return tables.loglog_slope(ns, need)
+
+
+def generated_settings(count: int, seed: int = 25):
+    """Settings drawn over the controls' ranges (kept small enough to run in seconds on a shared 2-core machine)."""
+    rng = random.Random(seed)
+    for _ in range(count):
+        methods = ["naive", "tiled"] + rng.sample(["sdpa", "naive_masked"], 1)
+        controls = {
+            "bench_max_n": rng.choice([512, 1024]),
+            "bench_d": rng.choice([16, 32]),
+            "bench_heads": rng.choice([1, 2]),
+            "bench_block": rng.choice(["auto", 32, 64, 128, 256, 512]),
+            "bench_causal": rng.choice([False, True]),
+        }
+        if controls["bench_max_n"] == 1024:
+            controls["bench_heads"] = 1
+        yield methods, controls
+
+
+@pytest.mark.parametrize(("methods", "controls"), list(generated_settings(3)))
+def test_what_to_notice_states_the_slopes_the_table_and_legend_show(open_page, methods, controls):
+    at = open_page(PAGE, bench_methods=methods, bench_recorded="none")
+    submit(at, **controls, bench_budget_mb=256)
+    slopes = table(at, "memory · live")
+    results = table(at, "peak ÷ scores")
+    spec = json.loads(at.get("vega_lite_chart")[0].proto.spec)  # the time chart
+    legend = next(
+        lay["encoding"]["color"]["scale"]["domain"] for lay in spec["layer"] if "strokeDash" in lay["encoding"]
+    )
+    warnings = " ".join(w.value for w in at.warning)
+    ns = sorted(set(results.n))[-tables.FIT_POINTS :]
+    for name in slopes.index:
+        sentence, cell = notice_item(at, name), slopes.loc[name, "time · live"]
+        assert f"(n = {ns[0]} … {ns[-1]})" in sentence
+        assert f"memory slope {slopes.loc[name, 'memory · live']:.2f}" in sentence
+        slope, lo, hi = re.fullmatch(r"(\S+) \((-?[\d.]+)–(-?[\d.]+)\)", cell).groups()
+        if slope == "?":
+            assert f"too noisy to state a slope: its repeats allow any from {lo} to {hi}" in sentence
+            assert name in warnings and "not kept" in warnings
+            assert name in legend  # the legend names the method without a slope
+        else:
+            assert f"time slope {cell}" in sentence and f"{name}: {slope}" in legend
+            if "busy" in sentence:
+                assert "the server was busy" in warnings
+            elif float(hi) < 2:
+                assert "below 2" in sentence
+            elif float(lo) > 2:
+                assert "above 2" in sentence
+            else:
+                assert "holds 2" in sentence
+    if "naive" in slopes.index:
+        ratio = results[(results.method == "naive") & (results.n == ns[-1])]["peak ÷ scores"].iloc[0]
+        assert f"its peak {ratio:.1f} × one n × n score matrix at n = {ns[-1]}" in notice_item(at, "naive")
+    c = controls
+    theory = tiled_theory(c["bench_d"], c["bench_heads"], c["bench_block"], c["bench_causal"], ns)
+    sentence = notice_item(at, "tiled (online softmax)")
+    assert f"predicts {theory:.2f}" in sentence
+    grows = len({tiles_at(c["bench_block"], c["bench_causal"], n) for n in ns}) > 1
+    assert ("the automatic tile changes with n" in sentence) == grows
+
+
+def fake_calls(times, counted):
+    """attn_core.bench's timer replaced: every entry's timed calls take `times` ms; each use is counted."""
+
+    def time_ms(fn, device, warmup, repeats, *_rest):  # _rest: whatever else the harness passes (a stop flag)
+        counted.append(1)
+        return list(times)[:repeats]
+
+    return time_ms
+
+
+@pytest.mark.parametrize(
+    ("times", "share", "kept"),
+    [
+        ((1, 1.01, 1.02, 1.03, 1.04), 1.0, True),
+        ((1, 2, 4, 8, 16), 1.0, False),
+        ((1, 1.01, 1.02, 1.03, 1.04), 0.2, False),
+    ],
+    ids=["steady", "repeats-disagree", "busy-server"],
+)
+def test_a_noisy_measurement_serves_its_session_only_and_is_never_kept_for_the_server(monkeypatch, times, share, kept):
+    counted = []
+    monkeypatch.setattr(bench, "_time_ms", fake_calls(times, counted))
+    monkeypatch.setattr(tables.CpuShare, "shares", lambda self, entries: [share] * entries)
+    seed = str(7000 + len(times) * 10 + int(share * 10) + 100 * kept)  # a setting no other test measured
+    link = {"seed": seed, "bench_methods": "sdpa"} | {key: str(value) for key, value in TINY.items()}
+    first = submit(open_link(PAGE, link))  # a link with the form's settings measures on the click only
+    assert len(counted) == 3  # n = 128, 256, 512
+    warned = " ".join(w.value for w in first.warning)
+    assert ("not kept for other students" in warned) == (not kept)
+    if share < tables.BUSY_SHARE:
+        assert "as little as 20% of the time" in warned
+    first.toggle(key="bench_log_axes").set_value(False).run()  # the same session's rerun: its own rows, no new run
+    assert len(counted) == 3
+    submit(open_link(PAGE, link))  # another student, the same setting
+    assert len(counted) == (3 if kept else 6)

@@ -1,6 +1,7 @@
 """Tables of the scaling page: slope fits on known exponents, guide lines, recorded CSVs, the download; its charts."""
 
 import math
+import types
 from pathlib import Path
 
 import numpy as np
@@ -144,7 +145,8 @@ def test_points_keep_measured_entries_and_not_measured_the_rest():
 def test_run_method_measures_and_skips_over_the_budget():
     # naive at n = 256 needs 3 * 1 * 256^2 * 4 B = 0.75 MiB: over a 0.5 MiB budget, under it at n = 128
     rows = tables.run_method("naive", 256, 16, 1, False, 32, 0.5, 0)
-    assert list(rows.columns) == list(ROW_FIELDS)
+    assert list(rows.columns) == [*ROW_FIELDS, "cpu_share"]  # the harness's fields, and how busy the server was
+    assert 0 < rows.cpu_share.iloc[0] <= 1
     assert list(rows.n) == [128, 256]
     assert rows.status.iloc[0] == "ok" and rows.status.iloc[1].startswith("skipped:")
     assert rows.peak_mem_bytes.iloc[0] >= 3 * 128 * 128 * 4  # three score copies were alive at once
@@ -425,3 +427,134 @@ def test_setting_differences_name_what_a_recorded_run_measured_otherwise():
     odd = other.assign(dtype="[click](https://evil.example)", d="<img src=x>")
     assert ("dtype", "float32", "?") in tables.setting_differences(live, odd)
     assert ("d", "16", "?") in tables.setting_differences(live, odd)
+
+
+# --- slopes that noise cannot fake ------------------------------------------------------------
+
+
+def repeat_rows(exponent: float, repeats, source: str = "live", method: str = "sdpa") -> pd.DataFrame:
+    """Chart points from each n's timed calls (rows of `repeats`, one per n in NS), as the harness sums them up:
+    median and p10-p90 with linear interpolation (attn_core.bench._quantiles)."""
+    times = np.asarray(repeats, dtype=float) * (np.array(NS, dtype=float) ** exponent)[:, None]
+    p10, p50, p90 = np.percentile(times, [10, 50, 90], axis=1)
+    return pd.DataFrame(
+        {"source": source, "method": method, "n": NS, "time_ms": p50, "time_p10": p10, "time_p90": p90}
+        | {"peak_mib": np.array(NS, dtype=float), "scores_mib": np.array(NS, dtype=float) ** 2}
+    )
+
+
+@given(
+    p=st.floats(0.5, 3),
+    jitter=st.lists(st.floats(1.0, 1.05), min_size=5 * len(NS), max_size=5 * len(NS)),
+    where=st.tuples(st.integers(0, len(NS) - 1), st.integers(0, 4)),
+    slow=st.floats(1.5, 1e4),
+)
+def test_one_slow_call_cannot_move_the_slope_beyond_its_stated_range(p, jitter, where, slow):
+    """Five timed calls per n, a few % apart, then one of them slowed by up to 10^4: the slope of the medians with
+    the slow call lies within the range stated without it, and the range stated with it still holds the slope
+    without it. The old fit (median of three calls, no range) moved with such a call and stated no uncertainty."""
+    calls = np.array(jitter).reshape(len(NS), 5)
+    noisy = calls.copy()
+    noisy[where] *= slow
+    clean_fit = tables.slopes(repeat_rows(p, calls)).iloc[0]
+    noisy_fit = tables.slopes(repeat_rows(p, noisy)).iloc[0]
+    eps = 1e-9
+    assert clean_fit.time_lo - eps <= noisy_fit.time_slope <= clean_fit.time_hi + eps
+    assert noisy_fit.time_lo - eps <= clean_fit.time_slope <= noisy_fit.time_hi + eps
+    assert clean_fit.time_lo - eps <= p <= clean_fit.time_hi + eps  # the exponent the calls were made with
+
+
+def test_the_range_is_the_extreme_slopes_of_any_points_within_the_bars():
+    n = np.array([256.0, 512, 1024])
+    lo, hi = n**2 * 0.9, n**2 * 1.2
+    least, greatest = tables.slope_range(n, lo, hi)
+    assert least == pytest.approx(tables.loglog_slope(n, [hi[0], lo[1], lo[2]]))  # any middle value: weight 0
+    assert greatest == pytest.approx(tables.loglog_slope(n, [lo[0], hi[1], hi[2]]))
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        inside = lo * (hi / lo) ** rng.random(3)
+        assert least - 1e-12 <= tables.loglog_slope(n, inside) <= greatest + 1e-12
+    with pytest.raises(ValueError, match="lo must be <= its hi"):
+        tables.slope_range(n, hi, lo)
+
+
+def test_a_range_wider_than_the_bound_states_no_slope_and_the_text_says_so():
+    calm = tables.slopes(repeat_rows(2.0, np.ones((len(NS), 5)) * [1, 1.01, 1.02, 1.03, 1.04])).iloc[0]
+    assert calm.time_stated == pytest.approx(2.0, abs=0.05)
+    assert tables.time_text(calm.time_slope, calm.time_lo, calm.time_hi, calm.time_stated).startswith("2.0")
+    assert tables.time_verdict(calm.time_lo, calm.time_hi, calm.time_stated) == "holds"
+    wild = tables.slopes(repeat_rows(2.0, np.ones((len(NS), 5)) * [1, 1.5, 2, 4, 9])).iloc[0]
+    assert wild.time_hi - wild.time_lo > tables.NOISY_WIDTH and math.isnan(wild.time_stated)
+    text = tables.time_text(wild.time_slope, wild.time_lo, wild.time_hi, wild.time_stated)
+    assert text == f"? ({wild.time_lo:.2f}–{wild.time_hi:.2f})"
+    assert tables.time_verdict(wild.time_lo, wild.time_hi, wild.time_stated) == "noisy"
+    assert tables.time_verdict(1.7, 1.8, 1.75) == "below" and tables.time_verdict(2.1, 2.3, 2.2) == "above"
+    # the legend states no slope the table does not
+    assert math.isnan(
+        tables.legend_slopes(tables.slopes(repeat_rows(2.0, [[1, 1.5, 2, 4, 9]] * 5)), "time_stated", "live")["sdpa"]
+    )
+
+
+def rows_of(method="sdpa", spread=1.02, share=1.0, n=NS) -> pd.DataFrame:
+    rows = [
+        bench_row(method, k, time_ms_median=1e-3 * k**2, time_ms_p10=1e-3 * k**2, time_ms_p90=spread * 1e-3 * k**2)
+        for k in n
+    ]
+    return pd.DataFrame(rows).assign(cpu_share=share)
+
+
+def test_only_a_steady_run_on_a_quiet_server_is_kept():
+    assert tables.keepable(rows_of())
+    wide = rows_of(spread=3.0)
+    assert tables.too_noisy(wide) == ["sdpa"] and not tables.keepable(wide)
+    busy = rows_of(share=0.3)
+    assert len(tables.busy_entries(busy)) == tables.FIT_POINTS and not tables.keepable(busy)
+    # the share only counts where the slopes are fitted: a busy smallest n is not fitted, not judged
+    early = rows_of().assign(cpu_share=[0.1] + [1.0] * (len(NS) - 1))
+    assert tables.keepable(early)
+    cut = rows_of()
+    cut.loc[4, "status"] = tables.HEADROOM_STATUS + " (needs 9 MiB)"
+    assert not tables.keepable(cut)
+    assert tables.busy_entries(rows_of().drop(columns="cpu_share")).empty  # a recorded run has no share
+
+
+def test_the_cpu_share_is_thread_time_over_wall_time_between_progress_calls(monkeypatch):
+    wall, cpu = iter([0.0, 1.0, 3.0, 4.0]), iter([0.0, 1.0, 1.5, 2.5])
+    monkeypatch.setattr(
+        tables, "time", types.SimpleNamespace(perf_counter=lambda: next(wall), thread_time=lambda: next(cpu))
+    )
+    seen = []
+    clock = tables.CpuShare(lambda *a: seen.append(a))
+    for done in range(4):
+        clock(done, 3, f"entry {done}")
+    assert clock.shares(3) == pytest.approx([1.0, 0.25, 1.0]) and len(seen) == 4  # the page's bar still moves
+
+
+def test_the_busy_verdict_replaces_a_stated_slope():
+    pts = tables.points(rows_of(share=0.3), "live")
+    facts = tables.slope_facts(pts, tables.slopes(pts), rows_of(share=0.3))
+    assert [f["verdict"] for f in facts] == ["busy"]
+    pts = tables.points(rows_of(), "live")
+    assert tables.slope_facts(pts, tables.slopes(pts), rows_of())[0]["verdict"] == "holds"
+
+
+@pytest.mark.parametrize(("block", "kind"), [(32, "fixed"), (256, "tiles"), (tables.AUTO, "grow")])
+def test_the_tiled_memory_slope_is_what_its_own_byte_count_predicts(block, kind):
+    """Exact bytes (no noise): the measured slope matches tiled_working_bytes at the rows' tiles, and the words
+    say why it is below 1 (fixed tiles outweighing n x d arrays), near 1 (small fixed tiles) or neither (auto)."""
+    rows = tables.run_method("tiled", 1024, 16, 2, False, block, 64, 0)
+    pts = tables.points(rows, "live")
+    (fact,) = tables.slope_facts(pts, tables.slopes(pts), rows)
+    assert fact["kind"] == kind
+    assert fact["memory"] == pytest.approx(fact["theory"], abs=0.05)
+    if kind == "fixed":
+        assert fact["memory"] > 0.9
+    if kind == "tiles":
+        assert fact["memory"] < 0.9
+
+
+def test_the_answers_tiled_factor_is_the_measured_one():
+    config = BenchConfig(ns=(512, 1024), d=64, heads=4, repeats=1, warmup=0, methods=("tiled",))
+    small, large = (r["peak_mem_bytes"] for r in run_benchmark(config))
+    assert tables.tiled_growth(64, 4, tables.AUTO) == pytest.approx(large / small, rel=0.05)
+    assert tables.tiled_growth(64, 4, tables.AUTO) < 1.5 < tables.tiled_growth(64, 4, 32)  # tile fixed: about x2
