@@ -202,26 +202,28 @@ def hbm_part(n: int, d: int, block_q: int, block_k: int, causal: bool) -> None:
         hk = controls.select_slider(t("flash_walkthrough.controls.block_k"), HBM_SIZES, 64, key="hbm_block_k", where=h3)
         hn = controls.select_slider(t("flash_walkthrough.controls.n"), HBM_N, 4096, key="hbm_n", where=h4)
 
+    mode = "on" if causal else "off"  # causal reads about half the K/V tiles: the saving tends to twice as much
+    traffic = tables.hbm_traffic(hn, hd, hq, hk, causal)
+    naive = traffic["naive_reads"] + traffic["naive_writes"]
+    tiled = traffic["tiled_reads"] + traffic["tiled_writes"]
+    limit = tables.traffic_ratio_limit(hd, hq, causal)
     left, right = st.columns([3, 2])
     with left, friendly_errors(t("flash_walkthrough.sections.traffic_chart")):
         sweep = hbm_sweep(hd, hq, hk, causal, HBM_N)
         text, names = td("flash_walkthrough.charts.hbm"), td("flash_walkthrough.algorithms")
         chart(spec_of(charts.hbm_traffic, sweep, hn, text, names), sweep, "hbm_traffic")
-        state = t(f"flash_walkthrough.causal_{'on' if causal else 'off'}")
-        st.caption(t("flash_walkthrough.hbm_caption", causal=state))
+        st.caption(t(f"flash_walkthrough.hbm_caption.{mode}", limit=limit, ratio=naive / tiled, n=hn))
     with right, friendly_errors(t("flash_walkthrough.sections.traffic_count")):
         words = td("flash_walkthrough.formula_words")  # the words inside the two formulas
         formula(
             rf"\text{{{words['naive']} }} 3nd + 2n^2,\quad \text{{{words['writes']} }} 2n^2 + nd",
             t("flash_walkthrough.naive_formula_caption"),
         )
+        keys = r"2d\textstyle\sum_b k_b" if causal else r"2nd\,\lceil n/B_q\rceil"  # what hbm_traffic counts
         formula(
-            rf"\text{{{words['tiled']} }} nd + 2nd\,\lceil n/B_q\rceil,\quad \text{{{words['writes']} }} nd",
-            t("flash_walkthrough.tiled_formula_caption"),
+            rf"\text{{{words['tiled']} }} nd + {keys},\quad \text{{{words['writes']} }} nd",
+            t(f"flash_walkthrough.tiled_formula_caption.{mode}"),
         )
-        traffic = tables.hbm_traffic(hn, hd, hq, hk, causal)
-        naive = traffic["naive_reads"] + traffic["naive_writes"]
-        tiled = traffic["tiled_reads"] + traffic["tiled_writes"]
         m1, m2, m3 = st.columns(3)
         for where, algo, total in ((m1, "naive", naive), (m2, "tiled", tiled)):
             where.metric(
@@ -236,7 +238,7 @@ def hbm_part(n: int, d: int, block_q: int, block_k: int, causal: bool) -> None:
         m3.metric(
             t("flash_walkthrough.metrics.ratio"),
             f"{naive / tiled:.1f}×",
-            help=t("flash_walkthrough.metrics.ratio_help"),
+            help=t(f"flash_walkthrough.metrics.ratio_help.{mode}", limit=limit),
         )
         kb = 2 * tables.sram_working_set(hd, hq, hk) / 1024
         st.caption(t("flash_walkthrough.sram_caption", kb=kb))

@@ -19,6 +19,8 @@ head width d for queries, keys and values.
 
   Not counted: the n log-sum-exp values FlashAttention keeps for the backward pass, and traffic inside SRAM.
   So naive/tiled -> 4n^2 / (2n^2 d / B_q) = 2 B_q / d for large n: the bigger the query tile, the bigger the saving.
+  Causal: block b reads about (b + 1) B_q keys, sum_b (b + 1) B_q ~ n^2 / (2 B_q): tiled -> n^2 d / B_q while naive
+  still stores all of S and P, so naive/tiled -> 4 B_q / d, twice the saving (traffic_ratio_limit).
 """
 
 from __future__ import annotations
@@ -73,6 +75,13 @@ def hbm_traffic(n: int, d: int, block_q: int, block_k: int, causal: bool = False
         "tiled_reads": tiled_reads,
         "tiled_writes": tiled_writes,
     }
+
+
+def traffic_ratio_limit(d: int, block_q: int, causal: bool) -> float:
+    """naive/tiled HBM traffic as n grows (module docstring): 2 B_q / d, or 4 B_q / d with causal."""
+    check_int("d", d, minimum=1)
+    check_int("block_q", block_q, minimum=1)
+    return (4 if causal else 2) * block_q / d
 
 
 def hbm_sweep(d: int, block_q: int, block_k: int, causal: bool, n_values: tuple[int, ...]) -> pd.DataFrame:

@@ -1,4 +1,5 @@
 import math
+import random
 
 from app_helpers import assert_clean, metric, open_link
 
@@ -142,3 +143,33 @@ def test_a_step_outside_the_grid_in_a_link_is_ignored():
     assert_clean(at)
     assert at.slider(key="flash_step").value == 1
     assert any("flash_step" in toast.value for toast in at.toast)
+
+
+def test_the_traffic_text_states_the_limit_the_numbers_tend_to(open_page):
+    """Issue 25: the page showed 7.4× beside 'about 2B_q/d' = 4 with causal on (the default); the caption now names
+    the limit of the mode in use, 4B_q/d with causal, and quotes the metric's ratio; the formula is the one counted."""
+    rng = random.Random(25)
+    at = open_page(PAGE)
+    settings = [(True, 64, 128, 4096)] + [
+        (
+            rng.random() < 0.5,
+            rng.choice([16, 32, 64, 128, 256]),
+            rng.choice([16, 32, 64, 128, 256]),
+            2 ** rng.randrange(8, 17),
+        )
+        for _ in range(3)
+    ]
+    for causal, d, bq, n in settings:
+        at.toggle(key="flash_causal").set_value(causal)
+        at.select_slider(key="hbm_d").set_value(d)
+        at.select_slider(key="hbm_block_q").set_value(bq)
+        at.select_slider(key="hbm_n").set_value(n).run()
+        assert_clean(at)
+        (caption,) = [c.value for c in at.caption if "log-log axes" in c.value]
+        limit = (4 if causal else 2) * bq / d
+        assert (
+            f"tends to {'4' if causal else '2'}B_q/d = {limit:g} as n grows ({metric(at, 'naive / tiled')} at"
+            in caption
+        )
+        latex = " ".join(x.value for x in at.latex)
+        assert ("\\sum_b k_b" in latex) == causal and ("\\lceil n/B_q\\rceil" in latex) != causal

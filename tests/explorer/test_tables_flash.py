@@ -76,6 +76,16 @@ def test_traffic_closed_forms_and_the_large_n_ratio():
     assert ratio == pytest.approx(2 * 128 / 64, rel=1e-3)
 
 
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize(("d", "block_q", "block_k"), [(64, 128, 64), (16, 32, 256), (256, 16, 16)])
+def test_the_traffic_ratio_tends_to_the_limit_the_page_states(d, block_q, block_k, causal):
+    """Issue 25: with causal the tiled loop reads about half the K/V tiles, so the ratio tends to 4B_q/d, not 2B_q/d."""
+    big = tables.hbm_traffic(2**20, d, block_q, block_k, causal)
+    ratio = (big["naive_reads"] + big["naive_writes"]) / (big["tiled_reads"] + big["tiled_writes"])
+    assert tables.traffic_ratio_limit(d, block_q, causal) == (4 if causal else 2) * block_q / d
+    assert ratio == pytest.approx(tables.traffic_ratio_limit(d, block_q, causal), rel=0.02)
+
+
 @given(n=sizes["n"], block_q=sizes["block_q"], block_k=sizes["block_k"])
 def test_skipped_tiles_are_the_tiles_the_causal_mask_hides_entirely(n, block_q, block_k):
     visible = causal_mask(n)
