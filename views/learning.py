@@ -59,6 +59,7 @@ def attention_maps(result, index, key, where=st) -> None:
     cfg = result.config
     weights = tables.snapshot_weights(result, index)
     alignment = tables.right_alignment(cfg)
+    where.caption(t("learning.maps_caption", sequence=tables.example_input(cfg), n=cfg.eval_size))
     for name in sorted(weights, key=lambda n: (n.startswith("cross"), n)):
         cells = tables.attention_cells(weights, cfg, name, alignment)
         kind = "cross" if name.startswith("cross") else "self"
@@ -90,7 +91,8 @@ def snapshot_section(result, key) -> None:
     row.metric(metric_names["heldout_accuracy"], f"{snap.heldout_accuracy:.1%}", width="content")
     mass = f"{snap.best_alignment_mass:.2f}"
     row.metric(metric_names["best_alignment_mass"], mass, help=t("learning.mass_help"), width="content")
-    row.metric(t("learning.metrics.entropy"), f"{snap.entropy:.2f}", help=t("learning.entropy_help"), width="content")
+    entropy = tables.map_stats(tables.snapshot_weights(result, index))["entropy"]
+    row.metric(t("learning.metrics.entropy"), f"{entropy:.2f}", help=t("learning.entropy_help"), width="content")
     attention_maps(result, index, key)
     df, losses, scores = curve_frames(result, key)
     loss_text = td("learning.charts.loss", chance=tables.chance_loss(result.config))
@@ -101,6 +103,29 @@ def snapshot_section(result, key) -> None:
     names = {k: metric_names[k] for k in SCORES}
     spec = spec_of(charts.training_curves, scores, step, accuracy_text, names, unit_interval=True, data_key=(key, 2))
     chart(spec, df[["step", *SCORES]], "learning_accuracy")
+
+
+def start_notice(result, settings) -> list[str]:
+    """What to look for, the first point chosen by the step-0 numbers of these settings (blur or already peaked)."""
+    try:
+        start = result.snapshots[0] if result is not None else untrained_run(*settings).snapshots[0]
+    except ValueError:  # settings the page refuses: the left column says why
+        return tl("learning.notice")
+    uniform = 1 / start.attention["cross1"].shape[-1]
+    kind = "peaked" if start.max_weight > tables.PEAKED else "blur"
+    first = t(f"learning.start_{kind}", weight=start.max_weight, uniform=uniform, threshold=tables.PEAKED)
+    return [first, *tl("learning.notice")]
+
+
+def trained_box(result) -> None:
+    """The verdict on a finished run: a success only when its held-out accuracy reaches tables.LEARNED."""
+    f = result.final
+    fields = {"accuracy": f.heldout_accuracy, "mass": f.best_alignment_mass, "seconds": result.seconds}
+    fields |= {"threshold": tables.LEARNED, "chance": tables.chance_accuracy(result.config)}
+    if tables.learned(result):
+        st.success(t("learning.trained", **fields), icon=":material/check_circle:")
+    else:
+        st.warning(t("learning.not_learned", **fields), icon=":material/trending_flat:")
 
 
 def read_input(result, text: str):
@@ -147,7 +172,8 @@ def own_input_section(result) -> None:
 
 
 header(t("learning.title"), t("learning.lede"))
-predict_first(t("learning.question"), t("learning.answer"))
+DEFAULTS = ("reverse", 64, 1, 1, tables.AUTO, 300, True)  # the controls' defaults, which the question is about
+predict_first(t("learning.question"), t("learning.answer", weight=untrained_run(*DEFAULTS, seed()).final.max_weight))
 
 with st.container(border=True):
     c1, c2, c3, c4 = st.columns([3, 3, 2, 2])
@@ -196,25 +222,27 @@ result = training.trained(
 
 left, right = st.columns([3, 2])
 with right:
-    formula(r"A=\mathrm{softmax}\!\Big(\frac{Q K^\top}{\sqrt{d_k}}\Big)")
+    formula(r"A=\mathrm{softmax}\!\Big(\frac{Q K^\top}{\sqrt{d_k}}\Big)" if scaled else r"A=\mathrm{softmax}(Q K^\top)")
     formula(
         r"\begin{aligned}Q&=\mathrm{LN}(E[u]+P)\,W_Q\\K&=\mathrm{LN}(E[x]+P)\,W_K\end{aligned}",
         t("learning.formula_caption"),
     )
     formula(r"\mathcal{L}=-\frac{1}{n_t}\sum_i \log p_\theta(y_i\mid x)")
     formula(r"m=\frac{1}{n_t}\sum_{i,j}A_{ij}\,A^\star_{ij}", t("learning.mass_caption"))
-    notice(tl("learning.notice"))
+    notice(start_notice(result, settings))
 with left:
     if result is None:
         with friendly_errors(t("learning.sections.untrained")):
             st.info(t("learning.untrained"), icon=":material/info:")
             start = untrained_run(*settings)
             snap = start.snapshots[0]
-            m1, m2 = st.columns(2)
+            shown = tables.map_stats(tables.snapshot_weights(start, 0))
+            m1, m2, m3 = st.columns(3)
             m1.metric(metric_names["heldout_accuracy"], f"{snap.heldout_accuracy:.1%}")
             m2.metric(
                 metric_names["best_alignment_mass"], f"{snap.best_alignment_mass:.2f}", help=t("learning.mass_help")
             )
+            m3.metric(t("learning.metrics.entropy"), f"{shown['entropy']:.2f}", help=t("learning.entropy_help"))
             attention_maps(start, 0, ("untrained", *settings))
     else:
         f = result.final
@@ -223,10 +251,7 @@ with left:
         elif result.stopped:
             st.warning(t("learning.budget_hit", step=f.step, seconds=tables.TIME_BUDGET_S), icon=":material/timer_off:")
         else:
-            st.success(
-                t("learning.trained", accuracy=f.heldout_accuracy, mass=f.best_alignment_mass, seconds=result.seconds),
-                icon=":material/check_circle:",
-            )
+            trained_box(result)
         first, last = result.snapshots[0].step, result.snapshots[-1].step
         run_id = (*key, f.step)  # a run cut short by the time budget is not the full run of the same settings
         buttons = st.container(horizontal=True, gap="small")

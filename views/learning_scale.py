@@ -69,6 +69,19 @@ def start_metrics(scaled, unscaled, d_k) -> None:
         row.metric(t(f"learning_scale.metrics.{name}"), f"{value:.2f}", width="content")
 
 
+def start_notice(settings) -> list[str]:
+    """What to look for, the first point chosen by the step-0 largest weights shown beside it."""
+    try:
+        scaled, unscaled = untrained_pair(*settings)
+    except ValueError:  # settings the page refuses: the left column says why
+        return tl("learning_scale.notice")
+    kind = "peaked" if unscaled.max_weight > tables.PEAKED else "spread"
+    uniform = 1 / scaled.attention["cross1"].shape[-1]
+    fields = {"scaled": scaled.max_weight, "unscaled": unscaled.max_weight, "uniform": uniform}
+    first = t(f"learning_scale.start_{kind}", threshold=tables.PEAKED, **fields)
+    return [first, *tl("learning_scale.notice")]
+
+
 def verdict(summary: pd.DataFrame) -> str:
     rows = summary.set_index("series")
     parts = []
@@ -136,7 +149,7 @@ with right:
     formula(r"\mathrm{Var}(q\cdot k)=d_k\,s^4\quad(\text{i.i.d.})")
     formula(r"\mathrm{sd}\Big(\frac{q\cdot k}{\sqrt{d_k}}\Big)=s^2", t("learning_scale.formula_caption"))
     formula(r"\frac{\partial p_i}{\partial z_j}=p_i(\delta_{ij}-p_j)\ \to\ 0", t("learning_scale.jacobian_caption"))
-    notice(tl("learning_scale.notice"))
+    notice(start_notice(settings))
 with left, friendly_errors(t("learning_scale.sections.start")):
     st.subheader(t("learning_scale.sections.start"))
     s0, u0 = untrained_pair(*settings)

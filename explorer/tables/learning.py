@@ -7,6 +7,7 @@ heatmap cells per head beside the right alignment, the model's answer to one typ
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import replace
 
@@ -17,6 +18,7 @@ from attn_core._checks import check_int
 from attn_core.learn import LearnConfig, TrainResult, make_task, predict, train
 from attn_core.learn.tasks import BLANK, SOURCE_ROLES, TARGET_ROLES, parse_tokens
 from attn_core.learn.train import MAX_STEPS, build_task
+from attn_core.stats import entropy
 
 TASKS = ("reverse", "reorder", "copy_offset", "recall")
 D_MODELS = (16, 32, 64, 128, 256)
@@ -35,6 +37,8 @@ SNAPSHOTS = 30
 PAGE_MAX_WORK = 1e12
 TIME_BUDGET_S = 60.0  # wall-clock: a run still going after this stops and shows what it learned so far
 RIGHT = "right"  # the panel of the right alignment beside the heads'
+LEARNED = 0.95  # held-out accuracy from which a page calls a run learned (run_summary's threshold too)
+PEAKED = 0.5  # a mean largest weight above this: rows put most of their weight on one position, not a blur
 
 
 def work(cfg: LearnConfig) -> float:
@@ -115,27 +119,32 @@ def long_curves(df: pd.DataFrame, columns: list[str], id_columns=("step",)) -> p
     return out.dropna(subset=["value"]).reset_index(drop=True)
 
 
+@functools.lru_cache(maxsize=64)  # drawn on every rerun otherwise (labels, caption, example input): ~1 ms each
 def probe_example(cfg: LearnConfig):
-    """The first sequence of the run's held-out probe batch (train_iter draws it from seed + 2): source, alignment."""
+    """The first sequence of the run's held-out probe batch (train_iter draws it from seed + 2): source, alignment.
+
+    Shared between calls: read the tensors, never change them."""
     task = build_task(cfg)
     probe = task.sample(cfg.eval_size, torch.Generator().manual_seed(cfg.seed + 2), "heldout")
     return probe.source[0], probe.query[0], probe.alignment[0]
 
 
 def axis_labels(cfg: LearnConfig) -> tuple[list[str], list[str]]:
-    """Labels of the source (keys) and target (queries) positions in the heatmaps."""
+    """Labels of the source (keys) and target (queries) positions in the heatmaps: the shown sequence's words."""
     task = build_task(cfg)
+    source, query, _ = probe_example(cfg)
+    words = task.decode(source)
     if cfg.task == "reorder":
-        return [f"{i} {r}" for i, r in enumerate(SOURCE_ROLES)], [f"{i} {r}" for i, r in enumerate(TARGET_ROLES)]
+        return [f"{i} {r} {w}" for i, (r, w) in enumerate(zip(SOURCE_ROLES, words, strict=True))], [
+            f"{i} {r}" for i, r in enumerate(TARGET_ROLES)
+        ]
     if cfg.task == "recall":
-        source, query, _ = probe_example(cfg)
-        words = task.decode(source)
         return [f"{i} {w}" for i, w in enumerate(words)], [f"0 {task.decode(query)[0]}?"]
-    return [f"x{i}" for i in range(task.source_len)], [f"y{i}" for i in range(task.target_len)]
+    return [f"x{i} {w}" for i, w in enumerate(words)], [f"y{i}" for i in range(task.target_len)]
 
 
 def uses_example(cfg: LearnConfig) -> bool:
-    """Recall's right alignment differs per sequence: its maps show one held-out sequence, not the average."""
+    """Recall's right alignment differs per sequence: the shown sequence's, not one for the whole task."""
     return cfg.task == "recall"
 
 
@@ -181,9 +190,28 @@ def attention_cells(
 
 
 def snapshot_weights(result: TrainResult, index: int) -> dict[str, torch.Tensor]:
-    """The attention maps a page shows at snapshot `index`: the probe average, or recall's example sequence."""
-    snap = result.snapshots[index]
-    return snap.example_attention if uses_example(result.config) else snap.attention
+    """The attention maps a page shows at snapshot `index`: one held-out sequence (the probe's first).
+
+    Not the probe average: rows that are one-hot on different wrong positions average to a blur, so the mean
+    map would contradict the entropy of the rows it is made of.
+    """
+    return result.snapshots[index].example_attention
+
+
+def map_stats(weights: dict[str, torch.Tensor]) -> dict[str, float]:
+    """Entropy (nats) and largest weight of the shown cross-attention 1 (H, n_q, n_k), means over heads and rows."""
+    cross = weights["cross1"].double()
+    return {"entropy": float(entropy(cross).mean()), "max_weight": float(cross.amax(dim=-1).mean())}
+
+
+def chance_accuracy(cfg: LearnConfig) -> float:
+    """1 / number of answers: the accuracy of uniform guessing (chance_loss's counterpart)."""
+    return 1 / _answers(cfg)
+
+
+def learned(result: TrainResult) -> bool:
+    """Whether the run earns the word "trained": its final held-out accuracy reaches LEARNED."""
+    return result.final.heldout_accuracy >= LEARNED
 
 
 def snapshot_row(result: TrainResult, index: int) -> dict[str, float]:
@@ -270,13 +298,15 @@ def own_cells(result: TrainResult, text: str, attention, alignment) -> pd.DataFr
     return pd.DataFrame(rows, columns=["panel", "query", "key", "q_label", "k_label", "weight"])
 
 
+def _answers(cfg: LearnConfig) -> int:
+    """How many answers the task allows at one position (recall: the values)."""
+    task = make_task(cfg.task, length=cfg.length, vocab_size=cfg.vocab_size, offset=cfg.offset)
+    return task.n_values if cfg.task == "recall" else sum(1 for t in task.vocab if t != BLANK)
+
+
 def chance_loss(cfg: LearnConfig) -> float:
     """ln(number of answers): the loss of a model that guesses uniformly among the task's symbols."""
-    task = make_task(cfg.task, length=cfg.length, vocab_size=cfg.vocab_size, offset=cfg.offset)
-    answers = sum(1 for t in task.vocab if t != BLANK)
-    if cfg.task == "recall":
-        answers = task.n_values
-    return math.log(answers)
+    return math.log(_answers(cfg))
 
 
 def scale_summary(scaled: TrainResult, unscaled: TrainResult) -> pd.DataFrame:
