@@ -54,11 +54,18 @@ Time limit: with time_limit_s set, a sequence length is started only while the r
 than that; once it is passed, every remaining (larger) n is reported with a status starting with
 TIME_LIMIT_STATUS instead of being run. The smallest n always runs. The bound is checked between
 sizes: a size already started finishes, so a run may overshoot the limit by up to one size's duration.
+
+Stopping: run_benchmark(stop=...), or `with stopping(stop):` around it, calls stop() before every warm-up,
+timed and counting call, and at every ATen op of the counting call; whatever stop() raises ends the run there
+(a server's viewer who pressed Cancel or closed the tab). A run is so abandoned within one attention call, not
+one entry: the timed calls themselves are never interrupted, so what they measure stays a plain call.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import contextvars
 import csv
 import ctypes
 import datetime
@@ -72,7 +79,7 @@ import sys
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, replace
 
 import torch
@@ -123,6 +130,25 @@ ROW_FIELDS = (
 )
 
 Progress = Callable[[int, int, str], None]
+Stop = Callable[[], None]  # raises to end a run
+
+
+def _go_on() -> None:
+    """The default stop(): never stops."""
+
+
+_STOP: contextvars.ContextVar[Stop] = contextvars.ContextVar("attn_core_bench_stop", default=_go_on)
+
+
+@contextlib.contextmanager
+def stopping(stop: Stop) -> Iterator[None]:
+    """Within the block, a run_benchmark given no stop= of its own calls `stop` (as memory_budget bounds memory:
+    a server sets it once around its heavy work, whatever code runs the benchmark inside)."""
+    token = _STOP.set(stop)
+    try:
+        yield
+    finally:
+        _STOP.reset(token)
 TIME_LIMIT_STATUS = "skipped: time limit"  # how a row skipped for the time limit begins
 # how a row begins that did not fit in what the process may still take (run_benchmark's headroom)
 HEADROOM_STATUS = "skipped: the process has too little memory left"
@@ -244,9 +270,10 @@ class LiveTensorBytes(TorchDispatchMode):
         # torch._dynamo.disable, whose import adds about 175 MB to the process (measured, torch 2.13).
         return False
 
-    def __init__(self):
+    def __init__(self, stop: Stop = _go_on):
         super().__init__()
         self.live = self.peak = 0
+        self._stop = stop
         self._refs: dict[int, weakref.ref] = {}  # data_ptr -> weak reference that frees its bytes
 
     def _freed(self, key: int, nbytes: int) -> None:
@@ -254,6 +281,7 @@ class LiveTensorBytes(TorchDispatchMode):
         self._refs.pop(key, None)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self._stop()  # the counting call is not timed: it may be left between any two ops
         out = func(*args, **(kwargs or {}))
         results = [t for t in tree_leaves(out) if isinstance(t, torch.Tensor)]
         if not results:
@@ -270,9 +298,9 @@ class LiveTensorBytes(TorchDispatchMode):
         return out
 
 
-def _cpu_peak_bytes(fn: Callable[[], object]) -> int:
+def _cpu_peak_bytes(fn: Callable[[], object], stop: Stop = _go_on) -> int:
     """Peak bytes of tensor storage that fn() allocates above what was live before (LiveTensorBytes)."""
-    counter = LiveTensorBytes()
+    counter = LiveTensorBytes(stop)
     with counter:
         fn()  # the result is dropped inside the block: its free is counted too
     return counter.peak
@@ -289,13 +317,17 @@ def _cuda_peak_bytes(fn: Callable[[], object], device: torch.device) -> tuple[in
     return total - before, total
 
 
-def _time_ms(fn: Callable[[], object], device: torch.device, warmup: int, repeats: int) -> list[float]:
-    """Wall time of each of `repeats` calls after `warmup` calls, in ms."""
+def _time_ms(
+    fn: Callable[[], object], device: torch.device, warmup: int, repeats: int, stop: Stop = _go_on
+) -> list[float]:
+    """Wall time of each of `repeats` calls after `warmup` calls, in ms; stop() before each call."""
     for _ in range(warmup):
+        stop()
         fn()
     if device.type != "cuda":
         times = []
         for _ in range(repeats):
+            stop()
             t0 = time.perf_counter()
             fn()
             times.append((time.perf_counter() - t0) * 1e3)
@@ -303,6 +335,7 @@ def _time_ms(fn: Callable[[], object], device: torch.device, warmup: int, repeat
     torch.cuda.synchronize(device)
     times = []
     for _ in range(repeats):
+        stop()
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
         fn()
@@ -457,13 +490,14 @@ def _base_row(config: BenchConfig, method: str, n: int, input_bytes: int) -> dic
     return row
 
 
-def _measure(row: dict, fn: Callable[[], object], config: BenchConfig) -> None:
+def _measure(row: dict, fn: Callable[[], object], config: BenchConfig, stop: Stop = _go_on) -> None:
     device = torch.device(config.device)
-    row.update(_quantiles(_time_ms(fn, device, config.warmup, config.repeats)))
+    row.update(_quantiles(_time_ms(fn, device, config.warmup, config.repeats, stop)))
+    stop()
     if device.type == "cuda":
         row["peak_mem_bytes"], row["peak_mem_total_bytes"] = _cuda_peak_bytes(fn, device)
     else:
-        row["peak_mem_bytes"] = _cpu_peak_bytes(fn)
+        row["peak_mem_bytes"] = _cpu_peak_bytes(fn, stop)
         row["peak_mem_total_bytes"] = row["peak_mem_bytes"] + row["input_bytes"]
     flops = attention_flops(config.batch, config.heads, row["n"], config.d, row["causal"], config.mode)
     row["tflops"] = flops / (row["time_ms_median"] * 1e-3) / 1e12
@@ -471,7 +505,12 @@ def _measure(row: dict, fn: Callable[[], object], config: BenchConfig) -> None:
 
 
 def _entry(
-    config: BenchConfig, method: str, n: int, qkv: tuple[torch.Tensor, ...] | None, room: int | None = None
+    config: BenchConfig,
+    method: str,
+    n: int,
+    qkv: tuple[torch.Tensor, ...] | None,
+    room: int | None = None,
+    stop: Stop = _go_on,
 ) -> dict:
     """One measured row; qkv may be None only when this entry is over the budget or `room` (bytes)."""
     row = _base_row(config, method, n, _qkv_bytes(config, n))
@@ -490,7 +529,7 @@ def _entry(
         fn, extra = _make_call(method, *qkv, config)
         row["input_bytes"] += extra
         with torch.no_grad():
-            _measure(row, fn, config)
+            _measure(row, fn, config, stop)
     except _Skip as exc:
         row["status"] = f"skipped: {exc}"
     # out of memory (RuntimeError/MemoryError) or a kernel rejecting this shape or dtype (ValueError)
@@ -539,7 +578,10 @@ _ONE_AT_A_TIME = threading.Lock()
 
 
 def run_benchmark(
-    config: BenchConfig, progress: Progress | None = None, headroom: Headroom | None = None
+    config: BenchConfig,
+    progress: Progress | None = None,
+    headroom: Headroom | None = None,
+    stop: Stop | None = None,
 ) -> list[dict]:
     """One row (keys ROW_FIELDS) per (n, method), in that order; never raises for one entry.
 
@@ -551,9 +593,11 @@ def run_benchmark(
     headroom() -> the bytes the process may still take (a server's memory less what it holds now), or None for
     no bound; asked before each n's inputs are made: an entry that needs more (inputs included) is skipped
     (status HEADROOM_STATUS ...). The budget bounds what one entry may take, the headroom what the process may.
+    stop() (default: the one `stopping` set, else none) is called before every call the run makes (and at every op
+    of the memory-counting call): what it raises ends the run at once.
     """
     rows, total = [], len(config.ns) * len(config.methods)
-    budget = config.memory_budget_mb * 2**20
+    budget, stop = config.memory_budget_mb * 2**20, stop or _STOP.get()
     with _ONE_AT_A_TIME, memory_budget(config.memory_budget_mb):  # the library's own guard agrees with the skips
         limit, start = config.time_limit_s, time.perf_counter()
         for i, n in enumerate(config.ns):
@@ -567,7 +611,9 @@ def run_benchmark(
             for method in config.methods:
                 if progress is not None:
                     progress(len(rows), total, f"{method} n={n}")
-                rows.append(_out_of_time(at_n, method, n, elapsed) if late else _entry(at_n, method, n, qkv, room))
+                rows.append(
+                    _out_of_time(at_n, method, n, elapsed) if late else _entry(at_n, method, n, qkv, room, stop)
+                )
                 _release()
             del qkv  # free this n's inputs before the next, larger ones
             _compare_with_sdpa(rows[-len(config.methods) :])

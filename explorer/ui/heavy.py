@@ -14,7 +14,8 @@ than the last (two at the heaviest settings: both finished 441 s after the click
 
 While waiting, `on_wait(ahead)` is called about twice a second with the number of computations ahead; it may draw
 a status (and a Streamlit call is where a click on "cancel", or any other control, stops this run: the exception
-it raises leaves the line at once, and a computation stopped that way frees its slot).
+it raises leaves the line at once). A running computation calls `stop_check()` between its calls or steps, so a
+Cancel or a closed tab frees its slot within one attention call or training step, and keeps no place for it.
 """
 
 from __future__ import annotations
@@ -28,6 +29,9 @@ from collections.abc import Callable, Iterator
 
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
+from streamlit.runtime.scriptrunner_utils.script_run_context import get_run_yield_check
+
+from attn_core.bench import stopping
 
 POLL_S = 0.5  # how often a waiting run wakes to report its place (and to notice it was stopped)
 KEEP_S = 1.0  # how long an owner's place is kept for its next part after one ends
@@ -97,6 +101,9 @@ class Line:
             raise
         try:
             yield
+        except BaseException:
+            owner = None  # stopped (Cancel, a closed tab) or failed: no next part comes, so keep no place for it
+            raise
         finally:
             with self._cond:
                 self._running -= 1
@@ -171,9 +178,26 @@ def server_line() -> Line:
     return Line(_slots(), max_waiting=30)
 
 
-def heavy_slot(on_wait: Callable[[int], None] | None = None):
+def stop_check() -> Callable[[], None]:
+    """What a long computation calls often (between repeats, between training steps): it raises Streamlit's own
+    stop or rerun exception once this script run was asked to end - a click on Cancel (any click: a rerun), the tab
+    closed or the session gone (the server stops a disconnected session's run) - and is a no-op otherwise (a few
+    microseconds: a lock and a flag) and outside a script run. Without it the run would notice only at its next
+    Streamlit call, up to a whole benchmark entry later (15.6 s at the heaviest settings), holding the slot."""
+    return get_run_yield_check() or _go_on
+
+
+def _go_on() -> None:
+    """Outside a script run nothing asks a computation to stop."""
+
+
+@contextlib.contextmanager
+def heavy_slot(on_wait: Callable[[int], None] | None = None) -> Iterator[None]:
     """`with heavy_slot(show_place): run()` - wait for a place in the server's line, then hold it while running.
 
-    The viewer's session owns the place: its next part, asked for within KEEP_S, goes first."""
+    The viewer's session owns the place: its next part, asked for within KEEP_S, goes first. A benchmark run in
+    the block checks stop_check() before each of its calls (attn_core.bench.stopping), so a cancelled or
+    abandoned one leaves the slot within one attention call."""
     ctx = get_script_run_ctx()
-    return server_line().place(on_wait, owner=ctx.session_id if ctx is not None else None)
+    with server_line().place(on_wait, owner=ctx.session_id if ctx is not None else None), stopping(stop_check()):
+        yield

@@ -86,8 +86,10 @@ def train_in_slot(
         bar.progress(0.0, text=t("common.training.waiting", ahead=ahead))
 
     started = [0.0]
+    stop_now = heavy.stop_check()  # Stop, a closed tab: leave the slot before the next step, not the next bar update
 
     def keep_going(step: int) -> bool:
+        stop_now()
         return time.monotonic() - started[0] < budget_s
 
     def progress(done: int, total: int, loss: float) -> None:

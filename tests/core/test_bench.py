@@ -1,7 +1,7 @@
 """The benchmark harness: rows, statuses, real CPU memory measurements, the budget, the CLI.
 
 Memory thresholds come from theory with margins (the measurements are real, not formulas);
-no test looks at wall-clock time beyond "positive".
+no test looks at wall-clock time beyond "positive", except one coarse bound on how soon a stopped run ends.
 """
 
 import csv
@@ -388,3 +388,46 @@ def test_budget_counts_the_backwards_score_copies():
     status = {r["method"]: r["status"] for r in rows}
     assert status["naive"] == "ok"
     assert status["naive_masked"].startswith("skipped: naive_masked holds ~7 score copies")
+
+
+class _Stopped(Exception):
+    pass
+
+
+def test_stop_is_asked_before_every_call_and_inside_the_counting_call():
+    """warm-up 1 + repeats 2 + 1 before the counting call: the 5th stop() is asked at an op of the counting call."""
+    asked = []
+
+    def stop():
+        asked.append(len(asked))
+        if len(asked) == 5:
+            raise _Stopped
+
+    config = BenchConfig(ns=(64,), d=16, heads=1, methods=("naive",), repeats=2, warmup=1)
+    with pytest.raises(_Stopped):
+        run_benchmark(config, stop=stop)
+    assert len(asked) == 5
+    assert len(run_benchmark(config, stop=lambda: None)) == 1  # a stop() that never raises changes nothing
+
+
+def test_a_stopped_run_ends_within_one_call_not_one_entry():
+    """An entry of many short calls (hours in all) stopped a fraction of a second in: the run ends within a second
+    of the request (one call here takes milliseconds), long before the entry would have ended."""
+    import threading
+    import time
+
+    wanted = threading.Event()
+
+    def stop():
+        if wanted.is_set():
+            raise _Stopped
+
+    config = BenchConfig(ns=(256,), d=64, heads=4, methods=("naive",), repeats=10**7, warmup=1)  # hours in all
+    timer = threading.Timer(0.5, wanted.set)
+    start = time.perf_counter()
+    timer.start()
+    with pytest.raises(_Stopped):
+        run_benchmark(config, stop=stop)
+    ended = time.perf_counter()
+    timer.join()
+    assert ended - start < 1.5  # asked at 0.5 s; one call takes about a millisecond

@@ -150,3 +150,71 @@ def test_resident_memory_is_read_and_grows_with_what_the_process_touches():
     assert before is not None and after - before >= 48 * 2**20
     del block
     assert heavy.settle_allocator()  # glibc accepts both settings (idempotent: the app calls it once per process)
+
+
+def test_a_stopped_run_keeps_no_place_for_its_owner(monkeypatch):
+    """Cancel or a closed tab ends a run with Streamlit's exception: nothing of that run comes back, so the next
+    in line starts at once instead of after KEEP_S (a finished part still keeps its owner's place)."""
+    monkeypatch.setattr(heavy, "KEEP_S", 30.0)
+    line = Line(slots=1, max_waiting=5)
+
+    class Stopped(BaseException):  # Streamlit's StopException and RerunException are BaseExceptions
+        pass
+
+    with pytest.raises(Stopped):
+        with line.place(owner="a"):
+            raise Stopped
+    start = time.monotonic()
+    with line.place(owner="b"):
+        waited = time.monotonic() - start
+    assert waited < 1.0
+    with line.place(owner="b"):  # finished normally: b's place is kept, a newcomer waits for it
+        pass
+    assert line._kept_for_others("c")[0] == 1
+
+
+def test_heavy_slot_hands_its_stop_check_to_the_benchmark(monkeypatch):
+    """Inside heavy_slot, run_benchmark asks the slot's stop_check before its calls (a Cancel reaches it there)."""
+    from attn_core.bench import BenchConfig, run_benchmark
+
+    asked = []
+    monkeypatch.setattr(heavy, "stop_check", lambda: lambda: asked.append(1))
+    heavy.server_line.clear()
+    with heavy.heavy_slot():
+        run_benchmark(BenchConfig(ns=(64,), d=16, heads=1, methods=("naive",), repeats=2, warmup=1))
+    inside = len(asked)
+    assert inside >= 4  # warm-up, two repeats, the counting call (and its ops)
+    run_benchmark(BenchConfig(ns=(64,), d=16, heads=1, methods=("naive",), repeats=2, warmup=1))
+    assert len(asked) == inside  # outside the slot nobody asks
+
+
+def test_training_asks_the_stop_check_before_every_step(monkeypatch):
+    """Training in the slot calls stop_check() in keep_going, before each step: a Stop or a closed tab ends it
+    there, instead of at its next progress update (about one fiftieth of the run later)."""
+    from explorer.ui import training
+
+    class Stopped(BaseException):
+        pass
+
+    asked = []
+
+    def check():
+        asked.append(1)
+        if len(asked) == 3:
+            raise Stopped
+
+    monkeypatch.setattr(heavy, "stop_check", lambda: check)
+    heavy.server_line.clear()
+    steps = []
+
+    def run(keep_going, progress):
+        for step in range(100):
+            if not keep_going(step):
+                break
+            steps.append(step)
+        return steps
+
+    with pytest.raises(Stopped):
+        training.train_in_slot(("test",), run, budget_s=60, stop_key="stop", complete=lambda r: True)
+    assert steps == [0, 1]  # the third step's check stopped it
+    assert heavy.server_line().state() == (0, 0)  # and its slot is free
