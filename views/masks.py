@@ -231,6 +231,17 @@ with friendly_errors(t("masks.errors.scores")):
     st.caption(t("masks.scores_caption", d_k=tables.D_K, sequence=spec[-1]))
 
 
+def no_full_row_hint(spec: tuple) -> None:
+    """The shown sequence has no fully masked row: point to a sequence that has one, else say how one arises."""
+    by_sequence = mask_parts(*spec)[1]["fully_masked_by_sequence"]
+    other = next((b for b, rows in enumerate(by_sequence) if rows), None)
+    if other is None:
+        st.info(t("masks.no_fully_masked_row"), icon=":material/lightbulb:")
+    else:
+        rows = ", ".join(map(str, by_sequence[other]))
+        st.info(t("masks.other_sequence", shown=spec[-1], b=other, rows=rows), icon=":material/lightbulb:")
+
+
 @section
 def fill_and_gradient(spec: tuple) -> None:
     """The fill value and gradient sections: their own two controls rerun only this part of the page."""
@@ -279,7 +290,7 @@ def fill_and_gradient(spec: tuple) -> None:
             figure = fill_chart(spec, dtype, method, seed(), text)
             chart(figure, cells[cells.method == method], "fill_weights", width="content")
         if not full:
-            st.info(t("masks.no_fully_masked_row"), icon=":material/lightbulb:")
+            no_full_row_hint(spec)
 
     with friendly_errors(t("masks.errors.summary")):
         _, _, summary = fill_comparison(*spec, dtype, seed())
@@ -291,7 +302,9 @@ def fill_and_gradient(spec: tuple) -> None:
         facts = td("masks.facts")
         shown = shown.assign(fact=shown["fact"].map(lambda f: facts.get(f, f))).set_index("fact").rename(columns=names)
         st.table(shown.rename_axis(t("masks.summary.fact")))
-        st.caption(t("masks.summary.caption", dtype=dtype, sequence=spec[-1]))
+        overflow, largest = tables.fill_overflow(dtype)
+        why = t("masks.summary.overflow", fills=", ".join(overflow), dtype=dtype, max=largest) if overflow else ""
+        st.caption(t("masks.summary.caption", dtype=dtype, sequence=spec[-1]) + why)
 
     st.subheader(t("masks.sections.gradient"), anchor="gradient")
     left, right = st.columns([3, 2])

@@ -128,7 +128,8 @@ def mask_parts(n, parts, lengths, window, block, custom, sequence) -> tuple[pd.D
     """The chosen parts and their AND for one sequence, and how much of the whole batch they hide.
 
     Returns (cells, stats): cells has part, query, key, allowed; stats holds hidden_share (of all B n^2
-    score cells), padding_share (the keys that are padding) and fully_masked (rows of `sequence`).
+    score cells), padding_share (the keys that are padding), fully_masked (rows of `sequence`) and
+    fully_masked_by_sequence (those rows for each sequence of the batch).
     """
     masks = build_masks(n, parts, lengths, window, block, custom)
     _check_sequence(sequence, len(lengths))
@@ -138,6 +139,8 @@ def mask_parts(n, parts, lengths, window, block, custom, sequence) -> tuple[pd.D
         "hidden_share": float((~combined).double().mean()),
         "padding_share": 1 - sum(lengths) / (n * len(lengths)),
         "fully_masked": [int(i) for i in torch.nonzero(~combined[sequence].any(-1)).flatten()],
+        # every sequence's, so a page can point to the one that has such rows when the shown one has none
+        "fully_masked_by_sequence": [[int(i) for i in torch.nonzero(~m.any(-1)).flatten()] for m in combined],
     }
     return pd.concat(frames, ignore_index=True), stats
 
@@ -240,12 +243,29 @@ def fill_comparison(n, parts, lengths, window, block, custom, sequence, dtype, s
     return pd.concat(cells, ignore_index=True), pd.concat(rows, ignore_index=True), pd.DataFrame(summary)
 
 
+def _stored(fill: str, dtype: torch.dtype) -> float:
+    return torch.tensor(fill_value(fill, dtype), dtype=torch.float64).to(dtype).item()
+
+
 def _written(fill: str | None, dtype: torch.dtype) -> str:
-    """The fill as `dtype` stores it (bfloat16 rounds -1e9; float16 overflows it); the library's recipe in words."""
+    """The fill as `dtype` stores it (bfloat16 rounds -1e9); one that overflows is written "-1e9 → -inf", so the
+    table does not show -inf under -1e9 without a word; the library's recipe in words."""
     if fill is None:
         return "-inf inside; a row summing to 0 is divided by 1"
-    stored = torch.tensor(fill_value(fill, dtype), dtype=torch.float64).to(dtype).item()
-    return f"{stored:.6g}"
+    stored = _stored(fill, dtype)
+    return f"{fill} → {stored:g}" if fill in overflowing_fills(dtype) else f"{stored:.6g}"
+
+
+def fill_overflow(dtype: str) -> tuple[list[str], float]:
+    """For a dtype by name: the fills it cannot hold, and its largest finite magnitude (what they exceed)."""
+    if dtype not in DTYPES:
+        raise ValueError(f"dtype must be one of {tuple(DTYPES)}, got {dtype!r}")
+    return overflowing_fills(DTYPES[dtype]), torch.finfo(DTYPES[dtype]).max
+
+
+def overflowing_fills(dtype: torch.dtype) -> list[str]:
+    """The finite fills that `dtype` cannot hold (-1e9 in float16, whose largest magnitude is 65504)."""
+    return [f for f in FILLS if math.isfinite(fill_value(f, dtype)) and not math.isfinite(_stored(f, dtype))]
 
 
 # A fact about some cells, and the count of those cells: with none of them the fact has no value (not NaN).

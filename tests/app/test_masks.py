@@ -1,6 +1,11 @@
+import random
+
 import pytest
+import torch
 from app_helpers import assert_clean, metric, open_link
 from streamlit.testing.v1 import AppTest
+
+from attn_core.masks import padding_mask, sliding_window_mask
 
 PAGE = "views/masks.py"
 PLAIN = "torch.softmax, fully masked row"
@@ -73,7 +78,7 @@ def test_every_mask_part_and_control_changes_the_mask(open_page):
     at.pills(key="mask_parts").set_value(["padding", "causal"]).run()
     assert_clean(at)
     assert metric(at, "fully masked rows") == "none"  # right padding + causal: key 0 stays visible
-    assert any("No query row is fully masked" in i.value for i in at.info)
+    assert any("No query row of any sequence is fully masked" in i.value for i in at.info)
     assert metric(at, PLAIN) == "no such row"
     # causal hides 15 of sequence 0's 36 cells; sequence 1 (length 2) keeps 1 + 5 * 2 = 11: 40 of 72 hidden
     assert metric(at, "hidden scores") == f"{40 / 72:.0%}"
@@ -281,3 +286,48 @@ def test_chinese_mask_titles_have_no_english_and():
     texts = [e.value for e in at.markdown] + [w.label for w in at.get("multiselect")] + [w.label for w in at.pills]
     texts += [c.proto.spec for c in at.get("vega_lite_chart")]
     assert not [s for s in texts if " AND" in s or "AND " in s]
+
+
+def test_float16_says_why_minus_1e9_shows_as_minus_inf(open_page):
+    """Issue 25: in float16 '-inf' stood in the -1e9 column without a word why."""
+    at = open_page(PAGE)
+    at.selectbox(key="mask_dtype").set_value("float16").run()
+    assert_clean(at)
+    assert fills_table(at).loc["fill value", "torch.softmax, fill -1e9"] == "-1e9 → -inf"
+    (why,) = [c.value for c in at.caption if "does not fit" in c.value]
+    assert f"largest magnitude is {torch.finfo(torch.float16).max:g}" in why
+    at.selectbox(key="mask_dtype").set_value("bfloat16").run()  # bfloat16 holds -1e9 (rounded): no such sentence
+    assert not [c.value for c in at.caption if "does not fit" in c.value]
+    assert (
+        fills_table(at).loc["fill value", "torch.softmax, fill -1e9"] == f"{torch.tensor(-1e9).bfloat16().item():.6g}"
+    )
+
+
+def test_the_hint_points_to_a_sequence_with_fully_masked_rows_over_a_seeded_sweep(open_page):
+    """Issue 25: with sequence 0 shown, the hint recommended 'lengths 6, 2 and window 3', the settings in use;
+    the missing step was to show sequence 1. Recomputed here with attn_core's masks."""
+    rng = random.Random(25)
+    settings = [(6, (6, 2), 3, 0)] + [
+        (n := rng.randint(3, 8), tuple(rng.randint(0, n) for _ in range(rng.randint(1, 3))), rng.randint(1, n), 0)
+        for _ in range(3)
+    ]
+    at = open_page(PAGE)
+    for n, lengths, window, sequence in settings:
+        at.slider(key="mask_n").set_value(n)
+        at.text_input(key="mask_lengths").set_value(", ".join(map(str, lengths)))
+        at.slider(key="mask_window").set_value(window).run()
+        if len(lengths) > 1:  # one sequence: the choice is disabled and shows sequence 0
+            at.selectbox(key="mask_sequence").set_value(sequence).run()
+        assert_clean(at)
+        hidden = padding_mask(list(lengths), n) & sliding_window_mask(n, window)  # (B, n, n)
+        full = [[int(i) for i in torch.nonzero(~m.any(-1)).flatten()] for m in hidden.expand(len(lengths), n, n)]
+        hints = [i.value for i in at.info if "fully masked" in i.value and "Predict" not in i.value]
+        text = " ".join(hints)
+        assert "lengths 6, 2 and window 3" not in text
+        if full[sequence]:
+            assert not hints
+        elif any(full):
+            other = next(b for b, rows in enumerate(full) if rows)
+            assert f"sequence {other} has (queries {', '.join(map(str, full[other]))})" in text
+        else:
+            assert "No query row of any sequence is fully masked" in text
