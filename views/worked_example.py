@@ -46,6 +46,8 @@ def claims_shown(seed_value: int, verdicts: tuple, files: tuple, text: dict) -> 
 
 
 LIMIT = int(tables.MAX_ABS_ENTRY)
+ATTENTION = r"A=\mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}\right)"
+ATTENTION_UNSCALED = r"A=\mathrm{softmax}(QK^\top)"
 
 
 def matrix_parser(shape: tuple[int, int]):
@@ -160,14 +162,13 @@ def backward_text() -> dict:
 if steps is not None:
     inputs_key = (q, k, v, scaled)
     forward = memo(("worked_example.forward", *inputs_key, token), forward_text)
-    divisor = rf"\sqrt{{{d_k}}}" if scaled else "1"
     left, right = st.columns([3, 2])
     with left:
         st.markdown(t("worked_example.step1"))
         st.latex(r"S = QK^\top = " + forward["scores"])
         st.latex(forward["dot"])
         st.markdown(t("worked_example.step2", root=math.sqrt(d_k)) if scaled else t("worked_example.step2_off"))
-        st.latex(rf"S' = \frac{{S}}{{{divisor}}} = " + forward["scaled"])
+        st.latex((rf"S' = \frac{{S}}{{\sqrt{{{d_k}}}}} = " if scaled else "S' = S = ") + forward["scaled"])
         st.markdown(t("worked_example.step3"))
         st.latex(r"A = \mathrm{softmax}(S') = " + forward["weights"])
         st.latex(forward["softmax"])
@@ -176,7 +177,7 @@ if steps is not None:
         st.latex(r"Z = AV = " + forward["output"])
         st.latex(forward["output_expansion"])
     with right:
-        formula(r"A=\mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}\right)")
+        formula(ATTENTION if scaled else ATTENTION_UNSCALED)  # the formula of what was computed
         formula(r"Z=\mathrm{Attention}(Q,K,V)=AV")
         with friendly_errors(t("worked_example.sections.charts")):
             # the charts' frames follow from the three matrices, the scaling and the token

@@ -103,7 +103,7 @@ def test_every_control_changes_the_steps(open_page):
     at.toggle(key="we_scaled").set_value(False).run()
     assert_clean(at)
     text = _latex(at)
-    assert r"\frac{S}{1}" in text and "0.4022" not in text  # unscaled scores give sharper rows
+    assert "S' = S =" in text and "0.4022" not in text  # unscaled scores give sharper rows
     at.button(key="we_reset").click().run()
     assert_clean(at)
     before = _claims(at).loc[CLAIM_VAR].computed
@@ -112,6 +112,20 @@ def test_every_control_changes_the_steps(open_page):
     assert_clean(at)
     after = _claims(at).loc[CLAIM_VAR]
     assert after.computed != before and after.verdict == "✓ right"
+
+
+def test_the_boxed_formula_is_the_one_computed(open_page):
+    """Issue 25: with the scale off, the box said softmax(QKᵀ/√d_k) beside S' = S/1."""
+    at = open_page(PAGE)
+    for example in ("two_tokens", "four_tokens"):
+        at.radio(key="we_example").set_value(example).run()
+        for scaled in (True, False):
+            at.toggle(key="we_scaled").set_value(scaled).run()
+            assert_clean(at)
+            boxed = next(x.value for x in at.latex if x.value.strip("$\n").startswith(r"A=\mathrm{softmax}"))
+            steps = _latex(at)
+            assert (r"\sqrt{d_k}" in boxed) == scaled, boxed
+            assert ("S' = S =" in steps) == (not scaled) and (r"\frac{S}{\sqrt" in steps) == scaled
 
 
 def edit(at: AppTest, editor: str, cells: dict) -> AppTest:
