@@ -19,7 +19,7 @@ def card(term: Term, *, anchor: bool = True) -> None:
     """One term: its name (the anchor /glossary#key), its symbol, one plain sentence, the pages it appears on."""
     st.subheader(name(term.key), anchor=term.key if anchor else False)
     st.latex(term.latex)
-    st.markdown(t(f"glossary.terms.{term.key}.definition"))
+    st.markdown(t(f"glossary.terms.{term.key}.definition", **titles))  # a definition names pages by their titles
     row = st.container(horizontal=True, gap="small")
     row.caption(t("glossary.appears"))
     for page_name in term.pages:
@@ -27,6 +27,7 @@ def card(term: Term, *, anchor: bool = True) -> None:
         row.page_link(info.path, label=page_title(info), icon=info.icon)
 
 
+titles = {p.name: page_title(p) for p in PAGES}
 header(t("glossary.title"), t("glossary.lede"))
 left, right = st.columns(2)
 page = controls.selectbox(

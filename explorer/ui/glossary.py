@@ -60,7 +60,9 @@ TERMS: tuple[Term, ...] = (
     ),
     Term("gradient", r"\frac{\partial L}{\partial x}", "softmax", ("worked_example", "saturation", "masks")),
     Term("variance", r"\mathrm{Var}(x),\ \mathrm{SE}", "softmax", ("worked_example", "sqrt_dk", "geometry")),
-    Term("kurtosis", r"\kappa=\frac{\mathbb{E}[(x-\mu)^4]}{\sigma^4}-3", "softmax", ("sqrt_dk",)),
+    Term(
+        "kurtosis", r"\kappa=\frac{\mathbb{E}[(x-\mu)^4]}{\sigma^4}", "softmax", ("sqrt_dk",)
+    ),  # as sqrt_dk: 3 if normal
     Term("kernel", r"\hat f(q)=\sum_i \frac{K(q,k_i)}{\sum_j K(q,k_j)}\,v_i", "softmax", ("geometry",)),
     Term("mask", r"M_{ij}\in\{0,1\}", "masks", ("masks", "equivariance", "flash_walkthrough", "scaling")),
     Term("causal", r"j\le i", "masks", ("masks", "equivariance", "flash_walkthrough", "scaling")),
@@ -81,7 +83,7 @@ TERMS: tuple[Term, ...] = (
     Term("sdpa", r"\text{SDPA}", "hardware", ("scaling",)),
     Term("hbm", r"\text{HBM}", "hardware", ("flash_walkthrough",)),
     Term("sram", r"\text{SRAM},\ \text{SM}", "hardware", ("flash_walkthrough",)),
-    Term("tile", r"B_r\times B_c", "hardware", ("flash_walkthrough", "scaling")),
+    Term("tile", r"B_q\times B_k,\ b\times b", "hardware", ("flash_walkthrough", "scaling")),  # the pages' symbols
 )
 GROUPS: tuple[str, ...] = tuple(dict.fromkeys(term.group for term in TERMS))
 

@@ -4,8 +4,11 @@ import pathlib
 import re
 
 import pytest
+import torch
 from app_helpers import assert_clean, open_link
 
+from attn_core.naive import naive_attention
+from attn_core.stats import score_statistics
 from explorer.ui.glossary import PATH, TERMS, glossary_link, terms_of
 from explorer.ui.i18n import catalog
 from explorer.ui.registry import PAGES
@@ -99,3 +102,49 @@ def test_a_link_to_one_term_shows_it_first():
     assert sorted(h.proto.anchor for h in at.subheader[1:]) == sorted(term.key for term in terms_of("masks"))
     with pytest.raises(ValueError, match="term"):
         glossary_link("no_such_term")
+
+
+def test_the_tile_symbols_are_the_ones_its_pages_use():
+    """Issue 25: the glossary's B_r × B_c appeared on no page (B_q/B_k on FlashAttention, b on scaling)."""
+    (tile,) = [term for term in TERMS if term.key == "tile"]
+    symbols = {"flash_walkthrough": ["B_q", "B_k"], "scaling": ["b × b"]}
+    assert set(symbols) == set(tile.pages)
+    definition = catalog("en")["glossary.terms.tile.definition"]
+    for name, used in symbols.items():
+        for symbol in used:
+            assert symbol in page_text(name) and symbol in definition, (name, symbol)
+    for name in BY_NAME:
+        if (ROOT / "views" / f"{name}.py").exists():
+            assert not re.search(r"B_r|B_c", page_text(name)), name
+    assert "B_r" not in tile.latex and "B_r" not in definition
+
+
+def test_the_kurtosis_is_the_one_the_sqrt_dk_page_quotes():
+    """Issue 25: the glossary subtracted 3 (excess kurtosis); the √d_k page quotes plain kurtosis, 3 for a normal."""
+    (kurtosis,) = [term for term in TERMS if term.key == "kurtosis"]
+    assert not kurtosis.latex.rstrip().endswith("-3")
+    assert "a normal distribution has 3" in catalog("en")["sqrt_dk.not_normal.text"]
+    normal = torch.randn(200_000, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    assert abs(score_statistics(normal)["kurtosis"] - 3) < 0.05  # what the page measures: plain, 3 when normal
+    assert "κ = 3 for a normal" in catalog("en")["glossary.terms.kurtosis.definition"]
+
+
+def test_the_kernel_rewards_alignment_and_length_not_closeness():
+    """Issue 25: the glossary said the kernel is large when q is near k_i; recomputed, the farther key wins."""
+    definition = catalog("en")["glossary.terms.kernel.definition"]
+    assert "near" not in definition
+    assert "q = (1, 0) the key (3, 0), at distance 2, outweighs the key (1, 0), at distance 0" in definition
+    q = torch.tensor([[1.0, 0.0]], dtype=torch.float64)
+    k = torch.tensor([[3.0, 0.0], [1.0, 0.0]], dtype=torch.float64)
+    _, weights = naive_attention(q, k, torch.eye(2, dtype=torch.float64))
+    assert torch.linalg.vector_norm(q - k, dim=-1).tolist() == [2.0, 0.0]
+    assert weights[0, 0] > weights[0, 1]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_definitions_name_pages_by_their_titles(lang):
+    at = open_link(PATH, {"lang": lang})
+    assert_clean(at)
+    text = " ".join(m.value for m in at.markdown)
+    assert "{" not in text
+    assert catalog(lang)["pages.geometry.title"] in text and catalog(lang)["pages.scaling.title"] in text
