@@ -142,6 +142,18 @@ def not_kept_warning(rows) -> None:
         st.warning(t("scaling.not_kept", why=why), icon=":material/speed:")
 
 
+def run_again() -> None:
+    """The interrupted notice's button: measure the form's settings now."""
+    st.session_state[WAITING] = False
+
+
+def interrupted_notice() -> None:
+    """A benchmark under way when the server restarted, or this tab's session was lost, never finished: say so
+    and offer it again (nothing runs by itself: the student asks)."""
+    st.warning(t("scaling.interrupted"), icon=":material/sync_problem:")
+    st.button(t("scaling.run_again"), key="bench_run_again", on_click=run_again, icon=":material/replay:")
+
+
 def stop_benchmark() -> None:
     """Cancel: the click itself stops the running script; back to the form, waiting for "Run benchmark"."""
     st.session_state[WAITING] = True
@@ -248,6 +260,9 @@ def triton_part(files) -> None:
 
 if WAITING not in st.session_state:  # first visit of this session: read before the controls publish
     st.session_state[WAITING] = any(key in st.query_params for key in FORM_KEYS)
+cut_short = heavy.interrupted("benchmark")
+if cut_short:
+    st.session_state[WAITING] = True
 
 header(t("scaling.title"), t("scaling.lede"))
 # the answer's tiled factor from the library's byte count at the form's defaults, which the answer names
@@ -331,8 +346,11 @@ with st.container(border=True):
     st.caption(t("scaling.triton_on") if "triton" in offered else t("scaling.triton_off"))
     triton_part(files)
 
-if st.session_state[WAITING] or not methods:
+if cut_short:
+    interrupted_notice()
+elif st.session_state[WAITING] or not methods:
     st.info(t("scaling.waiting") if st.session_state[WAITING] else t("scaling.no_methods"), icon=":material/info:")
+if st.session_state[WAITING] or not methods:  # cut short: waiting too, for "run again"
     recorded_section(runs, readable)
     st.stop()
 
@@ -343,7 +361,8 @@ with friendly_errors(t("scaling.sections.benchmark")):
     cancel = st.empty()  # shown while the benchmark waits or runs, gone once its rows are in
     cancel.button(t("scaling.queue.cancel"), key="bench_cancel", on_click=stop_benchmark, icon=":material/cancel:")
     try:
-        parts = [measured(m, *setting, time_limit_s, seed(), DEVICE, progress_text(m)) for m in methods]
+        with heavy.announced("benchmark"):  # in the URL while it runs: a restart's new session tells the student
+            parts = [measured(m, *setting, time_limit_s, seed(), DEVICE, progress_text(m)) for m in methods]
         rows = known(pd.concat(parts, ignore_index=True), "scaling.rows", *parts)
     except heavy.Full:  # the server's line is full: say so, show the recorded runs, keep the page working
         cancel.empty()

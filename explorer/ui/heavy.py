@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterator
 
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
+from streamlit.runtime.scriptrunner_utils.exceptions import RerunException, StopException
 from streamlit.runtime.scriptrunner_utils.script_run_context import get_run_yield_check
 
 from attn_core.bench import stopping
@@ -170,6 +171,52 @@ def headroom() -> int | None:
     under a 256 MB budget took the server from 622 to 1064 MB while 25 others worked; benchmarks/)."""
     held = resident_bytes()
     return None if held is None else max(0, int((_server_memory_mb() - RESERVE_MB) * 2**20) - held)
+
+
+# What survives a restart is the tab's address: heavy work writes its kind there while it runs and removes it when
+# it ends. A new session that finds it (the server restarted, or the session was lost, mid-run) knows the run was
+# cut short; this session's own record tells a run it stopped itself (Cancel, another click) from such a loss.
+RUNNING = "running"  # URL parameter: the kind of heavy work under way in this tab
+_MINE = "_heavy_running"  # session state: the kind this session started and has not seen end
+
+
+@contextlib.contextmanager
+def announced(kind: str) -> Iterator[None]:
+    """Heavy work of `kind` ("benchmark", "training") under way in the block, said in the URL until it ends.
+
+    Ended by a click of this session (Cancel: a rerun), it leaves both marks: the page's next run, whose address
+    may still carry the mark, finds this session's own and clears them quietly. Ended because the session stopped
+    (its tab gone, the server shutting down), it leaves the URL's mark alone: whoever comes back to this tab, in
+    this session or a new one, is told."""
+    st.session_state[_MINE] = kind
+    st.query_params[RUNNING] = kind
+    try:
+        yield
+    except RerunException:
+        raise
+    except StopException:
+        st.session_state.pop(_MINE, None)
+        raise
+    except BaseException:  # failed or refused (the line full): the page says why itself
+        _clear()
+        raise
+    _clear()
+
+
+def _clear() -> None:
+    st.session_state.pop(_MINE, None)
+    st.query_params.pop(RUNNING, None)
+
+
+def interrupted(kind: str) -> bool:
+    """Whether this tab's address says heavy work of `kind` was under way that no run of this session saw end: a
+    server restart or a lost session cut it short (its result is gone). Clears the mark; call it at every run of
+    the page, before the work may start again."""
+    if st.query_params.get(RUNNING) != kind:
+        return False
+    mine = st.session_state.pop(_MINE, None) == kind
+    st.query_params.pop(RUNNING, None)
+    return not mine
 
 
 @st.cache_resource

@@ -24,6 +24,7 @@ from explorer.ui.i18n import t
 
 SHELF_SIZE = 8  # finished runs kept for the whole server: a default run is well under a megabyte
 STOPPED = "_training_stopped"  # session flag: the last run was stopped by its button
+AGAIN = "_training_again"  # session flag: the interrupted notice's button asks for the run again
 
 
 class Shelf:
@@ -97,7 +98,7 @@ def train_in_slot(
             bar.progress(done / total, text=t("common.training.progress", done=done, total=total, loss=loss))
 
     try:
-        with heavy.heavy_slot(waiting):
+        with heavy.announced("training"), heavy.heavy_slot(waiting):
             result = shelf.get(key)  # someone else may have trained these settings while this one waited
             if result is None:
                 started[0] = time.monotonic()
@@ -110,6 +111,18 @@ def train_in_slot(
     bar.empty()
     cancel.empty()
     return result
+
+
+def again() -> None:
+    """on_click of the interrupted notice's button: train on this run."""
+    st.session_state[AGAIN] = True
+
+
+def interrupted_notice() -> None:
+    """A run under way when the server restarted, or this tab's session was lost, never finished: say so and offer
+    it again (nothing trains by itself)."""
+    st.warning(t("common.training.interrupted"), icon=":material/sync_problem:")
+    st.button(t("common.training.again"), key="training_again", on_click=again, icon=":material/replay:")
 
 
 def was_stopped() -> bool:
@@ -140,6 +153,9 @@ def trained(
     except ValueError as err:
         st.warning(t("learning.bad_settings") + " " + literal(err), icon=":material/error:")
         st.stop()
+    if heavy.interrupted("training"):
+        interrupted_notice()
+    clicked = clicked or bool(st.session_state.pop(AGAIN, False))
     result = results().get(key)
     kept = st.session_state.get(kept_key)
     if result is None and kept is not None and kept[0] == key:

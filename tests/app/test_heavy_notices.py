@@ -1,0 +1,81 @@
+"""Heavy work cut short by a restart says so: while a benchmark or a training runs, the tab's address carries
+`running=<kind>`; a session that finds it there without having stopped the run itself (a new session after a
+restart, or one whose tab went away) tells the student, keeps nothing, and offers the run again."""
+
+import tomllib
+
+import pytest
+import streamlit as st
+from app_helpers import APP, assert_clean, open_link
+
+from explorer.tables import scaling as tables
+from explorer.ui import heavy
+
+SCALING = "views/scaling.py"
+LEARNING = "views/learning.py"
+TINY_BENCH = {"bench_max_n": "512", "bench_d": "16", "bench_heads": "1", "bench_block": "32", "bench_methods": "naive"}
+TINY_TRAINING = {"learn_d_model": "16", "learn_steps": "20"}
+
+
+def words(lang: str, page: str, *keys: str) -> str:
+    with open(APP.replace("app.py", f"locales/{lang}/{page}.toml"), "rb") as f:
+        value = tomllib.load(f)
+    for key in keys:
+        value = value[key]
+    return value
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_benchmark_cut_short_by_a_restart_says_so_and_runs_again_on_request(lang):
+    at = open_link(SCALING, {**TINY_BENCH, "lang": lang, "seed": {"en": "5151", "zh": "5156"}[lang], heavy.RUNNING: "benchmark"})
+    assert_clean(at)
+    assert [w.value for w in at.warning if w.value == words(lang, "scaling", "interrupted")]
+    assert not at.get("vega_lite_chart")  # nothing runs by itself
+    assert heavy.RUNNING not in at.query_params  # said once
+    at.button(key="bench_run_again").click().run()
+    assert_clean(at)
+    assert len(at.get("vega_lite_chart")) == 2
+    assert not [w for w in at.warning if w.value == words(lang, "scaling", "interrupted")]
+    assert heavy.RUNNING not in at.query_params  # the run ended: the address no longer says it runs
+
+
+def test_a_benchmark_this_session_stopped_itself_gives_no_notice():
+    """Cancel reruns the page with the address of the moment of the click, mark included: this session knows the
+    run was its own and stopped on purpose."""
+    at = open_link(SCALING, {**TINY_BENCH, "seed": "5152"})
+    at.session_state["_heavy_running"] = "benchmark"
+    at.query_params[heavy.RUNNING] = "benchmark"
+    at.run()
+    assert_clean(at)
+    assert not [w for w in at.warning if w.value == words("en", "scaling", "interrupted")]
+    assert heavy.RUNNING not in at.query_params
+
+
+def test_the_address_says_a_benchmark_runs_while_it_runs(monkeypatch):
+    during = []
+    measure = tables.run_method
+
+    def watched(*args, **kwargs):
+        during.append(st.query_params.get(heavy.RUNNING))
+        return measure(*args, **kwargs)
+
+    monkeypatch.setattr(tables, "run_method", watched)
+    at = open_link(SCALING, {**TINY_BENCH, "seed": "5153"})
+    at.button(key="bench_run").click().run()
+    assert_clean(at)
+    assert during == ["benchmark"]
+    assert heavy.RUNNING not in at.query_params
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_training_cut_short_by_a_restart_says_so_and_trains_again_on_request(lang):
+    at = open_link(LEARNING, {**TINY_TRAINING, "lang": lang, "seed": {"en": "5154", "zh": "5155"}[lang], heavy.RUNNING: "training"})
+    assert_clean(at)
+    notice = words(lang, "common", "training", "interrupted")
+    assert [w.value for w in at.warning if w.value == notice]
+    assert "learn_snapshot" not in [s.key for s in at.select_slider]  # untrained: nothing ran by itself
+    at.button(key="training_again").click().run()
+    assert_clean(at)
+    assert at.select_slider(key="learn_snapshot").options[-1] == "20"  # trained on the click
+    assert not [w for w in at.warning if w.value == notice]
+    assert heavy.RUNNING not in at.query_params
