@@ -1,10 +1,17 @@
 """Attention Explorer: the router. Page config, navigation by section, the sidebar every page shares."""
 
+# ruff: noqa: E402 - the app's modules are loaded (router.load_modules) before the imports that name them
+
 import gc
 import time
 
 import streamlit as st
-import torch
+
+from explorer.ui import router
+
+router.load_modules()  # first: one thread imports every page's modules while the others wait (see there)
+
+import torch  # loaded above already: from here on, imports only name what the router uses
 
 from explorer.ui.frame import lesson_bar, log_run_cpu, page_title, share_panel, sidebar, sidebar_hidden
 from explorer.ui.glossary import CURRENT
@@ -56,17 +63,18 @@ def _pages() -> tuple[dict, dict]:
 
 sidebar()  # first: the language it sets titles the navigation
 navigation, by_page = _pages()
-page = st.navigation(navigation, position="top" if sidebar_hidden() else "sidebar")  # never without a way on
+# expanded: every page one click away (Streamlit folds a menu of more than 12 pages behind "View N more", in English)
+page = st.navigation(navigation, position="top" if sidebar_hidden() else "sidebar", expanded=True)  # never no way on
 current = by_page.get(page.url_path)
 st.session_state[CURRENT] = current.name if current else None  # the page's glossary link reads it
 lesson_bar(current)
 try:
-    page.run()
+    router.run_page(page)  # a page that stops early (st.stop) ends there; what follows is drawn all the same
     lesson_bar(current, bottom=True)
     publish_hidden()
     share_panel()
     url_notices()
-finally:  # a page that ends its run early (st.stop) is measured too (the log first: session state may not be set then)
+finally:  # a run cut short (an error, Streamlit's stop) is measured too (the log first: session state may not be set)
     run_cpu_ms = 1000 * (time.thread_time() - _started)
     log_run_cpu("full", run_cpu_ms)
     st.session_state[RUN_CPU] = run_cpu_ms
