@@ -147,11 +147,12 @@ def run_again() -> None:
     st.session_state[WAITING] = False
 
 
-def interrupted_notice() -> None:
+def interrupted_notice(offer: bool) -> None:
     """A benchmark under way when the server restarted, or this tab's session was lost, never finished: say so
-    and offer it again (nothing runs by itself: the student asks)."""
+    and, unless the student already pressed Run, offer it again (nothing runs by itself)."""
     st.warning(t("scaling.interrupted"), icon=":material/sync_problem:")
-    st.button(t("scaling.run_again"), key="bench_run_again", on_click=run_again, icon=":material/replay:")
+    if offer:
+        st.button(t("scaling.run_again"), key="bench_run_again", on_click=run_again, icon=":material/replay:")
 
 
 def stop_benchmark() -> None:
@@ -346,8 +347,8 @@ with st.container(border=True):
     st.caption(t("scaling.triton_on") if "triton" in offered else t("scaling.triton_off"))
     triton_part(files)
 
-if cut_short:
-    interrupted_notice()
+if cut_short:  # the reconnected tab's first run, or the student's first click after the restart
+    interrupted_notice(offer=st.session_state[WAITING])
 elif st.session_state[WAITING] or not methods:
     st.info(t("scaling.waiting") if st.session_state[WAITING] else t("scaling.no_methods"), icon=":material/info:")
 if st.session_state[WAITING] or not methods:  # cut short: waiting too, for "run again"

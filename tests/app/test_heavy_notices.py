@@ -7,6 +7,7 @@ import tomllib
 import pytest
 import streamlit as st
 from app_helpers import APP, assert_clean, open_link
+from streamlit.testing.v1 import AppTest
 
 from explorer.tables import scaling as tables
 from explorer.ui import heavy
@@ -37,6 +38,22 @@ def test_a_benchmark_cut_short_by_a_restart_says_so_and_runs_again_on_request(la
     assert len(at.get("vega_lite_chart")) == 2
     assert not [w for w in at.warning if w.value == words(lang, "scaling", "interrupted")]
     assert heavy.RUNNING not in at.query_params  # the run ended: the address no longer says it runs
+
+
+def test_pressing_run_after_a_restart_runs_and_still_says_the_last_run_did_not_finish():
+    """The first message a reconnected tab sends may be the student's click on Run: that click is obeyed."""
+    at = AppTest.from_file(APP, default_timeout=120)
+    for key, value in {**TINY_BENCH, "seed": "5157", heavy.RUNNING: "benchmark"}.items():
+        at.query_params[key] = value
+    at.switch_page(SCALING)
+    at.run()  # stands for the page the tab had drawn before the restart (the mark is read and cleared here) ...
+    at.query_params[heavy.RUNNING] = "benchmark"
+    at.session_state["_heavy_running"] = None  # ... and a new session, which never started that run
+    at.button(key="bench_run").click().run()
+    assert_clean(at)
+    assert [w for w in at.warning if w.value == words("en", "scaling", "interrupted")]
+    assert not [b for b in at.button if b.key == "bench_run_again"]
+    assert len(at.get("vega_lite_chart")) == 2
 
 
 def test_a_benchmark_this_session_stopped_itself_gives_no_notice():

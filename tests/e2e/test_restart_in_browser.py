@@ -59,3 +59,24 @@ def test_a_value_set_after_a_restart_is_kept(browser):
         assert slider_value(page) == "9"
         assert "n=9" in page.url
     page.context.close()
+
+
+def test_a_benchmark_cut_short_by_a_restart_says_so_in_the_viewers_language(browser):
+    """The address carries running=benchmark while the benchmark runs; the tab reconnected to the restarted
+    server reruns its page, which says the run did not finish (in Chinese here) instead of its starting view."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    page = browser.new_context(viewport={"width": 1400, "height": 2000}).new_page()
+    heavy = "bench_max_n=4096&bench_d=128&bench_heads=8&bench_methods=sdpa&bench_time_limit=120&seed=78&lang=zh"
+    with app_on(port):
+        page.goto(f"{url}/scaling?{heavy}")
+        wait_for_app(page)
+        page.locator('[data-testid="stFormSubmitButton"] button').click()
+        page.wait_for_selector('[data-testid="stProgress"]', timeout=60_000)
+        page.wait_for_function("() => location.search.includes('running=benchmark')", timeout=30_000)
+    with app_on(port):
+        notice = page.locator('[data-testid="stAlertContentWarning"]', has_text="基准测试没有完成")
+        notice.wait_for(timeout=90_000)
+        page.wait_for_function("() => !location.search.includes('running=')", timeout=30_000)
+        assert page.get_by_role("button", name="重新运行").count() == 1
+    page.context.close()
