@@ -98,8 +98,9 @@ with right:
         t("equivariance.attention_caption"),
     )
     formula(
-        r"\begin{aligned}A'&=\mathrm{softmax}\big(PQK^\top P^\top/\sqrt d\,\big)\\ &=PAP^\top\\ "
-        r"\mathrm{Attention}(PX)&=PAP^\top\,PV\\ &=P\,\mathrm{Attention}(X)\end{aligned}",
+        r"\begin{gathered}\begin{aligned}A'&=\mathrm{softmax}\big(PQK^\top P^\top/\sqrt d\,\big)\\ &=PAP^\top"
+        r"\end{aligned}\\ \begin{aligned}\mathrm{Attention}(PX)&=PAP^\top\,PV\\ &=P\,\mathrm{Attention}(X)"
+        r"\end{aligned}\end{gathered}",
         t("equivariance.proof_caption"),
     )
     formula(r"PMP^\top\neq M,\qquad PX+E\neq P(X+E)", t("equivariance.breaks_caption"))
@@ -172,8 +173,9 @@ st.subheader(t("equivariance.projection.heading"))
 left, right = st.columns([3, 2])
 with right:
     formula(
-        r"\begin{aligned}S&=(XW_Q)(XW_K)^\top/\sqrt d=X\,(W_QW_K^\top)\,X^\top/\sqrt d\\"
-        r"W_Q=W_K=W&\ \Rightarrow\ S=X\,WW^\top X^\top/\sqrt d=S^\top\\ KQ^\top&=(QK^\top)^\top\end{aligned}",
+        r"\begin{gathered}\begin{aligned}S&=(XW_Q)(XW_K)^\top/\sqrt d\\&=X\,(W_QW_K^\top)\,X^\top/\sqrt d"
+        r"\end{aligned}\\ W_Q=W_K=W\ \Rightarrow\\ S=X\,WW^\top X^\top/\sqrt d=S^\top\\ KQ^\top=(QK^\top)^\top"
+        r"\end{gathered}",
         t("equivariance.projection.formula_caption"),
     )
     with friendly_errors(t("equivariance.errors.projection")):

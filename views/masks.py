@@ -341,8 +341,8 @@ def renormalise_part() -> None:
     left, right = st.columns([3, 2])
     with right:
         formula(
-            r"w^{\text{masked}}_j=\frac{e^{s_j}}{\sum_{l\ \text{real}}e^{s_l}}"
-            r"=\frac{w_j}{\sum_{l\ \text{real}}w_l},\qquad w=\mathrm{softmax}(s)",
+            r"\begin{gathered}w^{\text{masked}}_j=\frac{e^{s_j}}{\sum_{l\ \text{real}}e^{s_l}}"
+            r"=\frac{w_j}{\sum_{l\ \text{real}}w_l}\\ w=\mathrm{softmax}(s)\end{gathered}",
             t("masks.renormalise.formula_caption"),
         )
         notes_claim("renormalise")
@@ -385,8 +385,10 @@ def notes_masks_part() -> None:
     left, right = st.columns([3, 2])
     with right:
         formula(
-            r"\begin{aligned}&\text{notes:}\ M\leftarrow\mathrm{tril}(1);\ M[i{:}i{+}L,\ i{:}i{+}L]\leftarrow 1\\"
-            r"&\text{attn\_core:}\ M_{ij}=[\,j\le i\,]\wedge\exists\ell:\ \ell_l\mid(i-j)<\ell_{l+1}\end{aligned}",
+            r"\begin{aligned}&\text{notes:}\ M\leftarrow\mathrm{tril}(1);\\&\phantom{\text{notes:}}\ "
+            r"M[i{:}i{+}L,\ i{:}i{+}L]\leftarrow 1\\"
+            r"&\text{attn\_core:}\ M_{ij}=[\,j\le i\,]\\&\phantom{\text{notes:}}\ \wedge\exists\ell:\ "
+            r"\ell_l\mid(i-j)<\ell_{l+1}\end{aligned}",
             t("masks.notes_masks.formula_caption"),
         )
         notes_claim("hierarchical")

@@ -39,7 +39,7 @@ def tile_grid(df: pd.DataFrame, n: int, text: Mapping[str, str], names: Mapping[
     """
     color = named_color("status", {s: names[s] for s in STATUSES})
     color = color.scale(domain=list(STATUSES), range=list(STATUS_COLORS)).legend(
-        labelExpr=_label_expr(color), orient="bottom", columns=3, symbolType="square"
+        labelExpr=_label_expr(color), orient="bottom", columns=2, symbolType="square"
     )
     return (
         alt.Chart(df.assign(label=df.status.map(names)), title=text["title"], height=TALL)

@@ -11,6 +11,7 @@ The spec handed in is never changed: a cached spec is shared by every session on
 
 from __future__ import annotations
 
+import json
 import re
 
 PROJECTOR_FONT = 17  # px: the smallest chart text on a projector
@@ -145,6 +146,30 @@ def _wrap_title(title, room: float, font: float = TITLE_FONT):
     else:
         return title  # an expression: left as it is
     return lines[0] if len(lines) == 1 else lines
+
+
+# Rooms (px of the plot's width) a chart's title is laid out for on a plain screen, where the server does not know
+# how wide the chart's column will be: the title is broken into lines for each, and Vega picks the widest room that
+# the chart's `width` holds (the plot's width: the title has at least that).
+ROOMS = (120, 180, 240, 320, 420, 540, 700, 900)
+SCREEN_TITLE_FONT = 16  # px: Streamlit's theme for a chart's title
+
+
+def fitted(spec: dict) -> dict:
+    """`spec` whose title breaks into lines to fit the chart's width instead of ending in "…" (Vega shortens a
+    title to the plot's width). Only a single or layered view's own title: a concatenation has no `width` to
+    read. A new dict; `spec` is left as it is."""
+    title = spec.get("title")
+    text = title.get("text") if isinstance(title, dict) else title
+    if not isinstance(text, str) or any(k in spec for k in _VIEW_KEYS[2:]):
+        return spec
+    if len(wrap(text, ROOMS[0] / SCREEN_TITLE_FONT)) == 1:  # fits the narrowest room on one line
+        return spec
+    expr = json.dumps(wrap(text, ROOMS[0] / SCREEN_TITLE_FONT), ensure_ascii=False)
+    for room in ROOMS[1:]:
+        expr = f"width >= {room} ? {json.dumps(wrap(text, room / SCREEN_TITLE_FONT), ensure_ascii=False)} : ({expr})"
+    titled = {**title} if isinstance(title, dict) else {}
+    return {**spec, "title": {**titled, "text": {"expr": expr}, "limit": 0}}
 
 
 def _wrap_titles(node, room: float):

@@ -26,7 +26,7 @@ from streamlit import dataframe_util, runtime
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from explorer.charts.common import to_wire_spec
-from explorer.charts.projector import projected
+from explorer.charts.projector import fitted, projected
 from explorer.ui import state
 from explorer.ui.glossary import glossary_link
 from explorer.ui.i18n import LANGUAGES, browser_language, language_changed, t, this_run
@@ -54,14 +54,20 @@ html { font-size: 21px; }
 [data-testid="stMetricValue"], [data-testid="stMetricValue"] * {
   overflow: visible !important; text-overflow: clip !important; font-size: clamp(1.2rem, 24cqi, 2.25rem) !important;
 }
-.vega-embed canvas.marks, .vega-embed svg.marks { max-width: 100% !important; height: auto !important; }
 [data-testid="stElementContainer"]:has(.katex-display) { container-type: inline-size; }
 .katex-display { overflow-x: auto !important; overflow-y: hidden !important; }
 .katex-display > .katex { font-size: clamp(0.8em, 6.5cqi, 1.05em) !important; }
 </style>"""
+# Every screen: a chart wider than its column (a grid of fixed-size cells, a concatenation) is scaled down to it
+# instead of running under the next column's text.
+PAGE_CSS = """<style>
+.vega-embed canvas.marks, .vega-embed svg.marks { max-width: 100% !important; height: auto !important; }
+</style>"""
 # Room above a chart's title: Vega places a title by its font size, while a Chinese title's glyphs (and any title
 # over a y-axis title longer than the plot) reach higher, and the top of the title was cut off.
-CHART_PADDING = {"top": 14, "bottom": 5, "left": 5, "right": 5}
+# And room at its left: Vega's estimate of a rotated y-axis title's extent fell ~7 px short (saturation's entropy
+# chart lost the first letter of its title and its axis title).
+CHART_PADDING = {"top": 14, "bottom": 5, "left": 14, "right": 5}
 HIDE_SIDEBAR_CSS = """<style>
 [data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"], [data-testid="stExpandSidebarButton"]
 { display: none !important; }
@@ -400,8 +406,7 @@ def chart(figure, data: pd.DataFrame | None, name: str, *, where=None, width="st
     where = where or st
     spec = wire(figure)  # st.altair_chart would validate the chart and re-encode its data on every run
     spec = {"padding": CHART_PADDING, **spec}
-    if projector():
-        spec = projected(spec)
+    spec = projected(spec) if projector() else fitted(spec)
     where.vega_lite_chart(spec, width=width)
     row = where.container(horizontal=True, gap="small")
     if data is not None:
@@ -493,6 +498,7 @@ def sidebar() -> None:
     )
     state.toggle(t("common.sidebar.lesson"), False, key="lesson", where=bar, help=t("common.sidebar.lesson_help"))
     bar.caption(hardware_label())
+    st.html(PAGE_CSS)
     if projector():
         st.html(PROJECTOR_CSS)
     if sidebar_hidden():

@@ -2,6 +2,8 @@
 cached spec it starts from left untouched."""
 
 import copy
+import json
+import re
 
 import altair as alt
 import pandas as pd
@@ -10,7 +12,16 @@ from altair.utils.schemapi import validate_jsonschema
 from explorer.charts import masks as mask_charts
 from explorer.charts import sqrt_dk as charts
 from explorer.charts.common import to_spec
-from explorer.charts.projector import PROJECTOR_CHART, PROJECTOR_FONT, SCALE, projected, wrap
+from explorer.charts.projector import (
+    PROJECTOR_CHART,
+    PROJECTOR_FONT,
+    ROOMS,
+    SCALE,
+    SCREEN_TITLE_FONT,
+    fitted,
+    projected,
+    wrap,
+)
 from explorer.ui.frame import spec_of
 
 ROW = pd.DataFrame({"key": [0, 1, 2], "weight": [0.5, 0.3, 0.2], "series": ["scaled"] * 3})
@@ -103,3 +114,33 @@ def _encodings(node):
     if isinstance(node, list):
         return [x for item in node for x in _encodings(item)]
     return []
+
+
+def _pick(expr: str, width: float):
+    """Evaluate fitted()'s title expression (nested `width >= room ? lines : (...)`) for one plot width."""
+    while True:
+        m = re.match(r"width >= (\d+) \? (\[.*?\]) : \((.*)\)$", expr, re.S)
+        if not m:
+            return json.loads(expr)
+        if width >= int(m.group(1)):
+            return json.loads(m.group(2))
+        expr = m.group(3)
+
+
+def test_a_long_title_on_a_plain_screen_breaks_to_the_charts_width_instead_of_ending_in_an_ellipsis():
+    """sqrt_dk's and equivariance's titles ended in "…" at 1366 px: Vega shortens a title to the plot's width."""
+    title = "Both on one axis: dashed N(0, d_k) and N(0, 1); shaded ±3σ of the scaled logits"
+    spec = to_spec(alt.Chart(ROW, title=title).mark_bar().encode(x="key:O", y="weight:Q"))
+    fitted_spec = fitted(spec)
+    assert spec["title"] == title  # the shared spec is left as it was
+    expr = fitted_spec["title"]["text"]["expr"]
+    for width in (130, 250, 400, 800):
+        lines = _pick(expr, width)
+        assert " ".join(lines) == title
+        assert all(len(line) * 0.56 * SCREEN_TITLE_FONT <= max(width, ROOMS[0]) for line in lines)
+    assert len(_pick(expr, 130)) > len(_pick(expr, 800))
+    validate_jsonschema(fitted_spec, alt.load_schema())
+    short = to_spec(alt.Chart(ROW, title="Weights").mark_bar().encode(x="key:O", y="weight:Q"))
+    assert fitted(short) == short
+    concat = to_spec(alt.hconcat(alt.Chart(ROW).mark_bar().encode(x="key:O"), title=title))
+    assert fitted(concat) == concat  # no `width` to read there
