@@ -13,6 +13,11 @@ NOT_NORMAL = 0.5  # excess kurtosis from which the histogram visibly departs fro
 ROW_KEYS = 8  # keys in the softmax row
 
 
+def three_sigma(stats: dict) -> tuple[float, float]:
+    """The band the caption's share is counted in: the sample mean +- 3 sample sigmas (off 0 when μ ≠ 0)."""
+    return stats["mean"] - 3 * stats["std"], stats["mean"] + 3 * stats["std"]
+
+
 def notice_points(d_k: int, distribution: str, mean: float, span) -> list[str]:
     """What to notice, true for the chosen distribution; the gaps line quotes the softmax row's spans."""
     if distribution == "shifted":
@@ -75,12 +80,14 @@ with left, friendly_errors(t("sqrt_dk.sections.histograms")):
         help=t("sqrt_dk.metrics.std_help"),
     )
     if controls.toggle(t("sqrt_dk.controls.overlay"), True, key="overlay"):
-        figure = spec_of(charts.overlaid_histograms, bars, curves, 3 * s["std"], td("sqrt_dk.charts.overlaid"), names)
+        figure = spec_of(charts.overlaid_histograms, bars, curves, three_sigma(s), td("sqrt_dk.charts.overlaid"), names)
         chart(figure, bars, "score_histograms")
     else:
         h1, h2 = st.columns(2)
-        for where, series, sigma in ((h1, "unscaled", u["std"]), (h2, "scaled", s["std"])):
-            figure = spec_of(charts.score_histogram, bars, curves, series, 3 * sigma, td(f"sqrt_dk.charts.{series}"))
+        for where, series, stat in ((h1, "unscaled", u), (h2, "scaled", s)):
+            figure = spec_of(
+                charts.score_histogram, bars, curves, series, three_sigma(stat), td(f"sqrt_dk.charts.{series}")
+            )
             chart(figure, bars[bars.series == series], f"score_histogram_{series}", where=where)
     # dividing by sqrt(d_k) divides sigma too, so both series hold the same share: one number
     st.caption(t("sqrt_dk.sigma_caption", share=u["share_within_3sigma"], n=n_pairs))
@@ -105,6 +112,8 @@ with c_right, friendly_errors(t("sqrt_dk.sections.softmax")):
     temperature = controls.slider(t("sqrt_dk.controls.temperature"), 0.1, 5.0, 1.0, 0.1, key="temperature")
     row = softmax_row(d_k, ROW_KEYS, temperature, seed())
     chart(spec_of(charts.softmax_bars, row, td("sqrt_dk.charts.softmax"), names), row, "softmax_row")
+    if distribution != "normal":  # the row stays a plain N(0, 1) draw: say so beside a page set to another one
+        st.caption(t("sqrt_dk.row_normal", n=ROW_KEYS))
     top = row.groupby("series").weight.max()
     st.markdown(
         t("sqrt_dk.largest", u=top["unscaled"], s=top["scaled"], t=temperature)

@@ -14,8 +14,10 @@ import pandas as pd
 from explorer.charts.common import HEIGHT, color_scale, measured_vs_theory_loglog, named_color
 
 
-def score_histogram(bars: pd.DataFrame, curves: pd.DataFrame, series: str, band: float, text: Mapping[str, str]):
-    """Histogram of one series' scores, its theoretical density, and the +-3 sigma band shaded.
+def score_histogram(
+    bars: pd.DataFrame, curves: pd.DataFrame, series: str, band: tuple[float, float], text: Mapping[str, str]
+):
+    """Histogram of one series' scores, its theoretical density, and the band (lo, hi) shaded: mean +- 3 sigma.
 
     text: title, x, density.
     """
@@ -36,7 +38,7 @@ def score_histogram(bars: pd.DataFrame, curves: pd.DataFrame, series: str, band:
     )
     theory = alt.Chart(c).mark_line(color="#222", strokeDash=[5, 3]).encode(x="x:Q", y="density:Q")
     shade = (
-        alt.Chart(pd.DataFrame({"lo": [-band], "hi": [band]}))
+        alt.Chart(pd.DataFrame({"lo": [band[0]], "hi": [band[1]]}))
         .mark_rect(opacity=0.08, color="#444")
         .encode(x="lo:Q", x2="hi:Q")
     )
@@ -44,9 +46,13 @@ def score_histogram(bars: pd.DataFrame, curves: pd.DataFrame, series: str, band:
 
 
 def overlaid_histograms(
-    bars: pd.DataFrame, curves: pd.DataFrame, band: float, text: Mapping[str, str], names: Mapping[str, str]
+    bars: pd.DataFrame,
+    curves: pd.DataFrame,
+    band: tuple[float, float],
+    text: Mapping[str, str],
+    names: Mapping[str, str],
 ):
-    """Unscaled and scaled scores on one axis with their N(0, d_k) and N(0, 1) densities, [-band, band] shaded.
+    """Unscaled and scaled scores on one axis with their N(0, d_k) and N(0, 1) densities, the band (lo, hi) shaded.
 
     text: title, x, density.
     """
@@ -72,7 +78,7 @@ def overlaid_histograms(
         .encode(x=alt.X("x:Q"), y=alt.Y("density:Q"), detail=alt.Detail("series:N"))
     )
     band = (
-        alt.Chart(pd.DataFrame({"lo": [-band], "hi": [band]}))
+        alt.Chart(pd.DataFrame({"lo": [band[0]], "hi": [band[1]]}))
         .mark_rect(opacity=0.08, color="#444444")
         .encode(x=alt.X("lo:Q"), x2=alt.X2("hi:Q"))
     )

@@ -2,10 +2,11 @@ import math
 import random
 import re
 
+import pyarrow as pa
 import pytest
 from app_helpers import assert_clean, metric
 
-from attn_core.stats import DISTRIBUTIONS
+from attn_core.stats import DISTRIBUTIONS, sample_scores
 from explorer.tables import sqrt_dk as tables
 
 PAGE = "views/sqrt_dk.py"
@@ -113,3 +114,19 @@ def test_every_sentence_agrees_with_the_numbers_beside_it_over_a_seeded_sweep(op
         for note in (i.value for i in at.info if "bell curve" in i.value):
             assert ("a single product" in note) == (d_k == 1) and "only 1 products" not in note
             assert ("variance 1," in note) == (distribution != "shifted")
+
+
+def test_the_shaded_band_is_the_one_the_caption_counts_in(open_page):
+    """The ±3σ band is the sample mean ± 3σ of the scaled scores (off 0 when μ ≠ 0), as the caption's share is;
+    and a page set to another distribution says that the softmax row stays an N(0, 1) draw."""
+    at = open_page(PAGE)
+    at.select_slider(key="d_k").set_value(1)
+    at.selectbox(key="distribution").set_value("shifted").run()
+    at.slider(key="mean").set_value(2.0).run()
+    assert_clean(at)
+    proto = at.get("vega_lite_chart")[0].proto
+    band = pa.ipc.open_stream(proto.datasets[0].data.data).read_pandas()
+    scores = sample_scores(1, 5000, distribution="shifted", mean=2.0, seed=0)
+    mean, std = float(scores.mean()), float(scores.std())
+    assert band.lo[0] == pytest.approx(mean - 3 * std) and band.hi[0] == pytest.approx(mean + 3 * std)
+    assert any("from N(0, 1), whatever the distribution" in c.value for c in at.caption)
