@@ -74,6 +74,7 @@ import json
 import math
 import os
 import platform
+import re
 import shlex
 import sys
 import threading
@@ -149,10 +150,42 @@ def stopping(stop: Stop) -> Iterator[None]:
         yield
     finally:
         _STOP.reset(token)
+
+
 TIME_LIMIT_STATUS = "skipped: time limit"  # how a row skipped for the time limit begins
 # how a row begins that did not fit in what the process may still take (run_benchmark's headroom)
 HEADROOM_STATUS = "skipped: the process has too little memory left"
 Headroom = Callable[[], "int | None"]
+# Every status a row may carry, as (kind, pattern): status_parts() reads one back into its kind and numbers, so
+# that a page can say it in its own words. The f-strings that write them are below; a test checks each round trip.
+_STATUS_FORMS = (
+    ("ok", r"ok"),
+    (
+        "budget",
+        r"skipped: (?P<method>\S+) (?:holds ~(?P<copies>\d+) score copies, )?needs ~(?P<need>\d+) MiB "
+        r"with its inputs > memory budget (?P<budget>[\d.e+]+) MiB",
+    ),
+    ("headroom", re.escape(HEADROOM_STATUS) + r" \(needs ~(?P<need>\d+) MiB, ~(?P<room>\d+) MiB left\)"),
+    (
+        "time_limit",
+        re.escape(TIME_LIMIT_STATUS) + r" of (?P<limit>[\d.e+]+) s passed \((?P<spent>[\d.]+) s spent"
+        r" on smaller n\)",
+    ),
+    ("error", r"error: (?P<what>.*)"),
+    ("skipped", r"skipped: (?P<what>.*)"),
+)
+_STATUS_PATTERNS = tuple((kind, re.compile(pattern, re.DOTALL)) for kind, pattern in _STATUS_FORMS)
+
+
+def status_parts(status: str) -> tuple[str, dict[str, str]]:
+    """(kind, fields) of a row's status: ok, budget (method, copies or None, need and budget in MiB), headroom
+    (need, room in MiB), time_limit (limit, spent in s), error or skipped (what: the rest, as written), or
+    ("other", {"what": status}) for a status this harness does not write (an older file's)."""
+    for kind, pattern in _STATUS_PATTERNS:
+        found = pattern.fullmatch(status)
+        if found:
+            return kind, found.groupdict()
+    return "other", {"what": status}
 
 
 def default_methods(device: str) -> tuple[str, ...]:

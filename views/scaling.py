@@ -5,6 +5,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
+from attn_core.bench import status_parts
 from explorer.charts import scaling as charts
 from explorer.tables import scaling as tables
 from explorer.ui import heavy
@@ -140,6 +141,34 @@ def not_kept_warning(rows) -> None:
         why += t("scaling.noisy", methods=t("scaling.separator").join(names[m] for m in noisy))
     if why:
         st.warning(t("scaling.not_kept", why=why), icon=":material/speed:")
+
+
+def status_text(status: str, words: dict) -> str:
+    """A harness status (bench.status_parts) in the viewer's words; what only the harness can say (an error's
+    message) stays as it wrote it."""
+    kind, fields = status_parts(status)
+    if kind == "budget" and fields["copies"]:
+        kind = "budget_copies"
+    return words[kind].format(**fields)
+
+
+@shared
+def skipped_in_words(rows, names, headers, words):
+    """The entries not measured, their reasons in the viewer's words."""
+    table = tables.not_measured(rows, names, headers)
+    return table.assign(**{headers["reason"]: [status_text(s, words) for s in table[headers["reason"]]]})
+
+
+@shared
+def results_in_words(rows, names, headers, words):
+    """Every live entry, its status in the viewer's words."""
+    table = tables.results_table(rows, names, headers)
+    return table.assign(**{headers["status"]: [status_text(s, words) for s in table[headers["status"]]]})
+
+
+def smallest_need_mib(rows) -> float:
+    """The least memory that an entry skipped for the server's memory needed (its status says how much)."""
+    return min(float(fields["need"]) for kind, fields in map(status_parts, rows.status) if kind == "headroom")
 
 
 def run_again() -> None:
@@ -389,7 +418,7 @@ if pts is None:
 
 short = tables.short_of_memory(rows)
 if short:
-    st.warning(t("scaling.short_of_memory", count=short), icon=":material/memory:")
+    st.warning(heavy.short_of_memory_text(short, smallest_need_mib(rows)), icon=":material/memory:")
 else:
     not_kept_warning(rows)
 late = tables.out_of_time(rows)
@@ -443,12 +472,12 @@ with right:
         notice(notice_points(pts, rows))
 
 with friendly_errors(t("scaling.sections.measurements")):
-    skipped = shared(tables.not_measured)(rows, names, td("scaling.not_measured"))
+    skipped = skipped_in_words(rows, names, td("scaling.not_measured"), td("scaling.status"))
     if not skipped.empty:
         st.markdown(t("scaling.not_measured_heading"))
         st.dataframe(skipped, hide_index=True, width="stretch")
     with st.expander(t("scaling.all_results", n=len(rows))):
-        results = shared(tables.results_table)(rows, names, td("scaling.results"))
+        results = results_in_words(rows, names, td("scaling.results"), td("scaling.status"))
         st.dataframe(results, hide_index=True, width="stretch")
     csv_name = f"scaling_{DEVICE}_n{max_n}_d{d}_h{heads}.csv"
     st.download_button(

@@ -20,12 +20,15 @@ Cancel or a closed tab frees its slot within one attention call or training step
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import ctypes
+import dataclasses
 import os
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
@@ -33,6 +36,7 @@ from streamlit.runtime.scriptrunner_utils.exceptions import RerunException, Stop
 from streamlit.runtime.scriptrunner_utils.script_run_context import get_run_yield_check
 
 from attn_core.bench import stopping
+from explorer.ui.i18n import t
 
 POLL_S = 0.5  # how often a waiting run wakes to report its place (and to notice it was stopped)
 KEEP_S = 1.0  # how long an owner's place is kept for its next part after one ends
@@ -217,6 +221,89 @@ def interrupted(kind: str) -> bool:
     mine = st.session_state.pop(_MINE, None) == kind
     st.query_params.pop(RUNNING, None)
     return not mine
+
+
+FLOOR_WINDOW_S = 600.0  # the server "at rest": the least resident memory seen over the last ten minutes
+SAMPLE_S = 5.0  # how often that is sampled (one read of /proc/self/statm)
+
+
+class Floor:
+    """The least of the samples taken in the last `window_s` seconds (and since when there are samples)."""
+
+    def __init__(self, window_s: float):
+        self.window_s = window_s
+        self._samples: collections.deque[tuple[float, int]] = collections.deque()
+        self._lock = threading.Lock()
+
+    def add(self, held: int, now: float) -> None:
+        with self._lock:
+            self._samples.append((now, held))
+            while self._samples[0][0] < now - self.window_s:
+                self._samples.popleft()
+
+    def low(self) -> tuple[int, float] | None:
+        """(least bytes held, seconds the samples span), or None before the first sample."""
+        with self._lock:
+            if not self._samples:
+                return None
+            return min(held for _, held in self._samples), self._samples[-1][0] - self._samples[0][0]
+
+
+@st.cache_resource
+def resting() -> Floor:
+    """The server's floor of resident memory, sampled every SAMPLE_S seconds by a thread of its own."""
+    floor = Floor(FLOOR_WINDOW_S)
+
+    def sample() -> None:
+        while True:
+            held = resident_bytes()
+            if held is not None:
+                floor.add(held, time.monotonic())
+            time.sleep(SAMPLE_S)
+
+    threading.Thread(target=sample, name="attn-resident-floor", daemon=True).start()
+    return floor
+
+
+@dataclass(frozen=True)
+class Outlook:
+    """What heavy work may take, in MiB: the server's limit less the reserve, less what it holds now or at rest."""
+
+    limit: float  # ATTN_SERVER_MEMORY_MB
+    reserve: float  # kept for everybody else's reruns
+    held: float  # resident now
+    floor: float  # the least resident over the last FLOOR_WINDOW_S (or since the server started, if sooner)
+
+    @property
+    def free_at_rest(self) -> float:
+        return max(0.0, self.limit - self.reserve - self.floor)
+
+
+def outlook() -> Outlook | None:
+    """The server's memory now and at rest (None where the resident memory cannot be read)."""
+    held = resident_bytes()
+    if held is None:
+        return None
+    floor = resting()
+    floor.add(held, time.monotonic())
+    low, _ = floor.low()
+    return Outlook(_server_memory_mb(), RESERVE_MB, held / 2**20, low / 2**20)
+
+
+def short_of_memory_text(count: int, smallest_need_mib: float) -> str:
+    """What is true about `count` parts skipped for memory, the smallest needing `smallest_need_mib`, in the
+    viewer's language: they fit once the server is back at rest (run again later), or they would not fit even at
+    rest (smaller settings), or nothing fits at all (the limit is too low for live heavy work)."""
+    now = outlook()
+    if now is None:
+        return t("common.memory.unknown", count=count)
+    numbers = dataclasses.asdict(now) | {"count": count, "need": smallest_need_mib, "free": now.free_at_rest}
+    numbers["minutes"] = FLOOR_WINDOW_S / 60
+    if now.free_at_rest < 1:
+        return t("common.memory.never", **numbers)
+    if smallest_need_mib > now.free_at_rest:
+        return t("common.memory.smaller", **numbers)
+    return t("common.memory.later", **numbers)
 
 
 @st.cache_resource

@@ -28,7 +28,9 @@ def words(lang: str, page: str, *keys: str) -> str:
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_a_benchmark_cut_short_by_a_restart_says_so_and_runs_again_on_request(lang):
-    at = open_link(SCALING, {**TINY_BENCH, "lang": lang, "seed": {"en": "5151", "zh": "5156"}[lang], heavy.RUNNING: "benchmark"})
+    at = open_link(
+        SCALING, {**TINY_BENCH, "lang": lang, "seed": {"en": "5151", "zh": "5156"}[lang], heavy.RUNNING: "benchmark"}
+    )
     assert_clean(at)
     assert [w.value for w in at.warning if w.value == words(lang, "scaling", "interrupted")]
     assert not at.get("vega_lite_chart")  # nothing runs by itself
@@ -86,7 +88,9 @@ def test_the_address_says_a_benchmark_runs_while_it_runs(monkeypatch):
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_a_training_cut_short_by_a_restart_says_so_and_trains_again_on_request(lang):
-    at = open_link(LEARNING, {**TINY_TRAINING, "lang": lang, "seed": {"en": "5154", "zh": "5155"}[lang], heavy.RUNNING: "training"})
+    at = open_link(
+        LEARNING, {**TINY_TRAINING, "lang": lang, "seed": {"en": "5154", "zh": "5155"}[lang], heavy.RUNNING: "training"}
+    )
     assert_clean(at)
     notice = words(lang, "common", "training", "interrupted")
     assert [w.value for w in at.warning if w.value == notice]
@@ -96,3 +100,17 @@ def test_a_training_cut_short_by_a_restart_says_so_and_trains_again_on_request(l
     assert at.select_slider(key="learn_snapshot").options[-1] == "20"  # trained on the click
     assert not [w for w in at.warning if w.value == notice]
     assert heavy.RUNNING not in at.query_params
+
+
+def test_a_server_whose_memory_will_not_fall_says_so_in_chinese_not_run_again_later(monkeypatch):
+    """ATTN_SERVER_MEMORY_MB=600 on a warm server (~560 MiB at rest): every entry is skipped, and the page says that
+    running again will not change it, in the viewer's language."""
+    monkeypatch.setattr(heavy, "headroom", lambda: 0)
+    monkeypatch.setattr(heavy, "outlook", lambda: heavy.Outlook(limit=600, reserve=128, held=580, floor=560))
+    at = open_link(SCALING, {**TINY_BENCH, "lang": "zh", "seed": "5158"})
+    at.button(key="bench_run").click().run()
+    assert_clean(at)
+    never = words("zh", "common", "memory", "never").split("：")[0]  # 这台服务器没有可供实时基准测试使用的空闲内存
+    (warning,) = [w.value for w in at.warning if w.value.startswith(never)]
+    assert "600" in warning and "560" in warning and "再运行一次也不会改变" in warning
+    assert not [w for w in at.warning if "等其他繁重任务结束后" in w.value]

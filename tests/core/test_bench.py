@@ -431,3 +431,27 @@ def test_a_stopped_run_ends_within_one_call_not_one_entry():
     ended = time.perf_counter()
     timer.join()
     assert ended - start < 1.5  # asked at 0.5 s; one call takes about a millisecond
+
+
+def test_every_status_the_harness_writes_reads_back_into_its_kind_and_numbers():
+    """status_parts is what a page translates: each status form the harness writes must read back, numbers and all."""
+    tight = small(ns=(64, 1024), methods=("naive", "tiled"), memory_budget_mb=1.0)
+    over = bench._entry(tight.at_length(1024), "naive", 1024, None)
+    need = f"{estimated_bytes('naive', tight.at_length(1024), 1024) / 2**20:.0f}"
+    assert bench.status_parts(over["status"]) == (
+        "budget",
+        {"method": "naive", "copies": "3", "need": need, "budget": "1"},
+    )
+    sdpa = bench._entry(small(memory_budget_mb=1.0).at_length(4096), "sdpa", 4096, None)
+    assert bench.status_parts(sdpa["status"])[1]["copies"] is None
+    full = bench._entry(small().at_length(128), "tiled", 128, None, room=0)
+    kind, fields = bench.status_parts(full["status"])
+    assert kind == "headroom" and fields["room"] == "0" and int(fields["need"]) >= 0
+    late = bench._out_of_time(small(time_limit_s=2.5), "naive", 128, 3.25)
+    assert bench.status_parts(late["status"]) == ("time_limit", {"limit": "2.5", "spent": "3.2"})
+    assert bench.status_parts(run_benchmark(small(ns=(64,)))[0]["status"]) == ("ok", {})
+    assert bench.status_parts("error: RuntimeError: out of memory") == (
+        "error",
+        {"what": "RuntimeError: out of memory"},
+    )
+    assert bench.status_parts("something older") == ("other", {"what": "something older"})

@@ -188,33 +188,26 @@ def test_heavy_slot_hands_its_stop_check_to_the_benchmark(monkeypatch):
     assert len(asked) == inside  # outside the slot nobody asks
 
 
-def test_training_asks_the_stop_check_before_every_step(monkeypatch):
-    """Training in the slot calls stop_check() in keep_going, before each step: a Stop or a closed tab ends it
-    there, instead of at its next progress update (about one fiftieth of the run later)."""
-    from explorer.ui import training
+def test_the_resting_floor_is_the_least_sample_of_its_window():
+    floor = heavy.Floor(window_s=10)
+    assert floor.low() is None
+    floor.add(500, now=0.0)
+    floor.add(700, now=5.0)
+    assert floor.low() == (500, 5.0)
+    floor.add(650, now=12.0)  # the 500 of t = 0 is older than the window now
+    assert floor.low() == (650, 7.0)
 
-    class Stopped(BaseException):
-        pass
 
-    asked = []
-
-    def check():
-        asked.append(1)
-        if len(asked) == 3:
-            raise Stopped
-
-    monkeypatch.setattr(heavy, "stop_check", lambda: check)
-    heavy.server_line.clear()
-    steps = []
-
-    def run(keep_going, progress):
-        for step in range(100):
-            if not keep_going(step):
-                break
-            steps.append(step)
-        return steps
-
-    with pytest.raises(Stopped):
-        training.train_in_slot(("test",), run, budget_s=60, stop_key="stop", complete=lambda r: True)
-    assert steps == [0, 1]  # the third step's check stopped it
-    assert heavy.server_line().state() == (0, 0)  # and its slot is free
+@pytest.mark.parametrize(
+    ("floor", "need", "verdict"),
+    [(500.0, 40.0, "later"), (850.0, 50.0, "smaller"), (900.0, 0.1, "never")],
+)
+def test_what_a_page_says_about_memory_follows_what_the_server_holds_at_rest(monkeypatch, floor, need, verdict):
+    """1024 MiB less the 128 MiB reserve: 396 MiB free at a 500 MiB rest (a 40 MiB entry fits once the server is back
+    there: run again later), 46 MiB at 850 (a 50 MiB entry never fits: smaller settings), none at 900 (nothing fits:
+    the limit is too low, and no setting helps)."""
+    monkeypatch.setattr(heavy, "outlook", lambda: heavy.Outlook(limit=1024, reserve=128, held=950, floor=floor))
+    monkeypatch.setattr(heavy, "t", lambda key, **numbers: (key, numbers))
+    key, numbers = heavy.short_of_memory_text(3, need)
+    assert key == f"common.memory.{verdict}"
+    assert numbers["count"] == 3 and numbers["need"] == need and numbers["free"] == max(0.0, 1024 - 128 - floor)
