@@ -8,6 +8,7 @@ import contextlib
 import functools
 import hashlib
 import importlib
+import io
 import itertools
 import os
 import platform
@@ -22,7 +23,7 @@ import pandas as pd
 import pyarrow as pa
 import streamlit as st
 import torch
-from streamlit import dataframe_util, runtime
+from streamlit import dataframe_util, net_util, runtime
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from explorer.charts.common import to_wire_spec
@@ -600,28 +601,89 @@ def share_panel() -> None:
 
 
 def teacher_panel() -> None:
-    """The teacher's lesson link: which controls to hide, the sidebar, lesson mode and the class's language."""
+    """The teacher's lesson link: which controls to hide, the sidebar, lesson and projector mode, the class's
+    language; as text and as a QR code the room can scan from the projector."""
     st.caption(t("common.teacher.help"))
     drawn = {k: v for k, v in state.controls_this_run().items() if k != "lang"}
-    hide = st.multiselect(
-        t("common.teacher.hide"), list(drawn), format_func=drawn.get, key="teacher_hide", placeholder="—"
+    # Pills, not a multiselect: Streamlit writes a multiselect's "Select all" in English whatever the language.
+    hide = st.pills(
+        t("common.teacher.hide"), list(drawn), format_func=drawn.get, key="teacher_hide", selection_mode="multi"
     )
     no_sidebar = st.checkbox(t("common.teacher.no_sidebar"), key="teacher_no_sidebar")
     lesson = st.checkbox(t("common.teacher.lesson"), value=True, key="teacher_lesson")
+    big = st.checkbox(t("common.teacher.projector"), key="teacher_projector", help=t("common.teacher.projector_help"))
     languages = {BROWSER: t("common.teacher.browser_language"), **LANGUAGES}
     language = st.selectbox(
         t("common.teacher.language"), list(languages), key="teacher_lang", format_func=languages.get
     )
-    names = sorted(set(hide) | (state.hidden() - set(drawn)) | ({"sidebar"} if no_sidebar else set()))
-    st.code(
-        view_link(
-            hide=",".join(names) or None,
-            lesson="true" if lesson else "false",
-            lang=None if language == BROWSER else language,
-        ),
-        language=None,
-        wrap_lines=True,
+    names = sorted(set(hide or ()) | (state.hidden() - set(drawn)) | ({"sidebar"} if no_sidebar else set()))
+    base, how = class_base(st.context.url or "", st.get_option("server.address"))
+    link = class_link(
+        base,
+        st.query_params.to_dict(),
+        state.defaults_this_run(),
+        hide=",".join(names) or None,
+        lesson="true" if lesson else None,
+        projector="true" if big else None,
+        lang=None if language == BROWSER else language,
     )
+    if how:
+        st.caption(how)
+    st.code(link, language=None, wrap_lines=True)
+    if st.button(t("common.teacher.qr"), icon=":material/qr_code_2:", key="teacher_qr"):
+        qr_dialog(link)
+
+
+LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1"})
+
+
+def class_base(url: str, listens_on: str | None, own_address: Callable[[], str | None] | None = None):
+    """(the address students open, a note saying which address that is or None): the teacher's own address, unless
+    it is this computer's loopback name, which a student's device cannot reach: then this computer's address on the
+    network (Streamlit's "Network URL"), or the loopback one with a note when the server listens on loopback only."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.hostname not in LOOPBACK:
+        return url, None
+    if listens_on and listens_on not in ("0.0.0.0", "::"):
+        return url, t("common.teacher.loopback_only", address=listens_on)
+    ip = (own_address or net_util.get_internal_ip)()
+    if not ip or ip.startswith("127."):
+        return url, t("common.teacher.loopback_only", address=parts.hostname)
+    netloc = f"{ip}:{parts.port}" if parts.port else ip
+    return urllib.parse.urlunsplit(parts._replace(netloc=netloc)), t("common.teacher.network", address=netloc)
+
+
+def class_link(base: str, params: dict, defaults: dict, **override) -> str:
+    """The class's link: `params` with `override` applied (None drops one), less every control left at its default
+    and the teacher's own projector mode: short enough to type, and each student's screen in plain mode unless the
+    teacher asks otherwise."""
+    params = {k: v for k, v in params.items() if k not in override and defaults.get(k, object()) != v}
+    params.pop("projector", None)
+    params.update({k: v for k, v in override.items() if v is not None})
+    return base + ("?" + urllib.parse.urlencode(params, safe=",") if params else "")
+
+
+@functools.lru_cache(maxsize=16)
+def qr_png(link: str) -> bytes:
+    """The link as a QR code, a PNG of QR_PX pixels or more: at 4 px per module a phone reads it from the back of a
+    room once it fills a third of a projected screen (made on the server by segno: no network)."""
+    import segno
+
+    code = segno.make(link, error="m")
+    scale = max(4, -(-QR_PX // code.symbol_size(scale=1, border=2)[0]))
+    out = io.BytesIO()
+    code.save(out, kind="png", scale=scale, border=2)
+    return out.getvalue()
+
+
+QR_PX = 640
+
+
+@st.dialog(" ", width="large")
+def qr_dialog(link: str) -> None:
+    st.markdown(f"### {t('common.teacher.qr_title')}")
+    st.image(qr_png(link), width="stretch")
+    st.code(link, language=None, wrap_lines=True)
 
 
 @contextlib.contextmanager

@@ -26,6 +26,7 @@ _KEPT = "_kept_controls"  # {key: value} of every control seen in this session
 _SEEN = "_url_values_seen"  # {key: raw URL value already applied}, so a URL value is adopted once
 _NOTICES = "_url_notices"
 _THIS_RUN = "_controls_this_run"  # {key: label} of the controls the current run has drawn (the teacher panel)
+_DEFAULTS = "_control_defaults_this_run"  # {key: default as the URL writes it}: a teacher's link leaves these out
 HIDE = "hide"  # URL parameter: comma-separated control keys a teacher hides from the class ("sidebar" too)
 # Anyone can write a link, teacher or not: whatever it hides, the viewer can still change the language (and, with
 # the sidebar hidden, the navigation moves to the top of the page: see app.py).
@@ -159,6 +160,7 @@ def _names(raw: str) -> frozenset[str]:
 def begin_run() -> None:
     """Called once at the top of every run: forget the previous run's controls, read the teacher's `hide`."""
     st.session_state[_THIS_RUN] = {}
+    st.session_state[_DEFAULTS] = {}
     _restore(HIDE, _names)
 
 
@@ -187,9 +189,15 @@ def controls_this_run() -> dict[str, str]:
     return dict(st.session_state.get(_THIS_RUN, {}))
 
 
+def defaults_this_run() -> dict[str, str]:
+    """{key: default value, as the URL writes it} of the controls drawn so far in this run."""
+    return dict(st.session_state.get(_DEFAULTS, {}))
+
+
 def _draw(widget: Callable, key: str, parse: Callable[[str], object], default, default_kw: dict, **kwargs):
     _restore(key, parse)
     st.session_state.setdefault(_THIS_RUN, {})[key] = kwargs.get("label", key)
+    st.session_state.setdefault(_DEFAULTS, {})[key] = _serialize(default)
     if key in hidden():  # the teacher hid it: keep its value (from the link) without drawing it
         value = st.session_state.get(key, default)
     else:

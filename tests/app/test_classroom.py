@@ -76,9 +76,9 @@ def opened(at):
 
 def test_the_link_panels_are_drawn_only_while_open():
     at = open_link(PAGE, {})
-    assert not at.sidebar.get("code") and not [w for w in at.sidebar.multiselect if w.key == "teacher_hide"]
+    assert not at.sidebar.get("code") and not [w for w in at.sidebar.button_group if w.key == "teacher_hide"]
     opened(at)
-    assert len(at.sidebar.get("code")) == 2 and at.sidebar.multiselect(key="teacher_hide")
+    assert len(at.sidebar.get("code")) == 2 and at.sidebar.button_group(key="teacher_hide")
 
 
 def test_the_share_link_carries_every_control_and_the_teacher_link_its_choices():
@@ -86,7 +86,7 @@ def test_the_share_link_carries_every_control_and_the_teacher_link_its_choices()
     at.select_slider(key="d_k").set_value(512).run()
     share, teacher = (c.value for c in opened(at).sidebar.get("code"))
     assert link_params(share) == {k: v for k, v in at.query_params.items() if k != "lang"}
-    at.sidebar.multiselect(key="teacher_hide").set_value(["d_k", "temperature"]).run()
+    at.sidebar.button_group(key="teacher_hide").set_value(["d_k", "temperature"]).run()
     at.sidebar.checkbox(key="teacher_no_sidebar").check().run()
     teacher = at.sidebar.get("code")[1].value
     params = link_params(teacher)
