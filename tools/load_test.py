@@ -7,6 +7,8 @@
     python -m tools.load_test --client ws --sessions 30 --heavy 5 --changes 8 --think 3 9 --switch-share 0.2 \
         --heavy-at 60 --heavy-timeout 3600 --global-timeout 5400 \
         --out benchmarks/load_test_heavy.md      # ... of whom 5 start the heaviest benchmark (3-4 min each)
+    python -m tools.load_test --fresh 3 --sessions 30 --changes 8 --think 3 9 \
+        --out benchmarks/load_test_fresh.md      # a class at once on each of 3 fresh (never visited) servers
 
 Two paces. Closed loop (the default): every session makes its next change as soon as the last one finished,
 every fifth change a page switch; the figure is the server's throughput at saturation (reruns per second).
@@ -26,6 +28,13 @@ waits for its run's end and records its outcome (finished, or why not: the serve
 timeout), how long its status said it waited for others, and how long it took. The other sessions behave
 as above and go on changing controls until every benchmark has ended; their change → rerun times are
 reported apart, in all and during the heavy phase, with the server's RSS during that phase.
+
+A fresh server (`--fresh N`, websocket client): N servers one after the other, none of them visited before (no
+warm visit); on each, the sessions open their first pages within `--open-within` seconds of its health check, change
+a control the moment it is drawn and go on at the human pace (`--think`, default 3-9 s), while one headless
+Chromium, started before the server, opens the home page. Reported per server: session errors, "Uncaught app
+execution" lines in the server's log, change -> rerun p50/p95/max, and the time from the server's start to its
+health check, to the browser's first drawn page and to the first and last session's first page.
 
 Starts `streamlit run app.py` on a free loopback port (tools/server.py), then drives N sessions at
 once from one headless Chromium (N browser contexts, Playwright's async API). Each session opens a
@@ -49,14 +58,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import dataclasses
 import datetime
 import os
 import pathlib
 import platform
 import random
+import re
 import shlex
 import statistics
+import subprocess
 import sys
+import tempfile
 import threading
 import time
 import tomllib
@@ -698,6 +712,207 @@ def report(args, results, wall_s, mem: dict[str, float], command: str) -> tuple[
     return "\n".join(lines), all(ok for _, ok, _ in goals)
 
 
+# --- A fresh server: the class arrives at once on a server that nobody has visited yet (--fresh) ------------------
+
+UNCAUGHT = "Uncaught app execution"  # what Streamlit logs when an exception reached a session's script
+
+
+@dataclass
+class FreshRun:
+    """One fresh server's class. Times are seconds after the server process was started."""
+
+    results: list[SessionResult]
+    wall_s: float
+    healthy_s: float  # the server answered /_stcore/health
+    opened_s: list[float]  # each session's first page finished (its first change is made right then)
+    browser_s: float  # a headless Chromium had drawn the home page (nan: no browser)
+    log: str  # the server's log
+
+    @property
+    def uncaught(self) -> int:
+        return self.log.count(UNCAUGHT)
+
+    @property
+    def errors(self) -> list[str]:
+        return [e for r in self.results for e in r.errors]
+
+    @property
+    def times(self) -> list[float]:
+        return [t for r in self.results for _, _, t in r.changes]
+
+
+@contextlib.contextmanager
+def fresh_server(start_timeout: float = 120.0):
+    """`streamlit run app.py` on a free loopback port with its log in a temporary file: yields (url, started, log)
+    with `started` the time.monotonic() just before the process was made and log() the log so far."""
+    from tools.server import _stop, free_port, wait_healthy
+
+    port = free_port()
+    cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true"]
+    cmd += ["--server.port", str(port), "--server.address", "127.0.0.1"]
+    with tempfile.TemporaryFile(mode="w+") as out:
+
+        def log() -> str:
+            out.flush()
+            out.seek(0)
+            return out.read()
+
+        started = time.monotonic()
+        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, text=True)
+        try:
+            url = f"http://127.0.0.1:{port}"
+            wait_healthy(url, proc, start_timeout, "streamlit", log)
+            yield url, started, log
+        finally:
+            _stop(proc)
+
+
+async def _first_drawn(browser, url: str, started: float, timeout_s: float) -> float:
+    """Seconds from the server's start until `browser` (launched before it) has drawn the home page."""
+    page = await browser.new_page(viewport=VIEWPORT)
+    try:
+        await page.goto(url, timeout=1000 * timeout_s)
+        await page.wait_for_function(FIRST_RUN_FINISHED, timeout=1000 * timeout_s, polling=50)
+        return time.monotonic() - started
+    finally:
+        await page.close()
+
+
+async def fresh_class(
+    sessions: int,
+    changes: int,
+    open_within_s: float,
+    pace: Pace,
+    seed: int = 0,
+    browser=None,
+    timeout_s: float = 60,
+    total_s: float = 900,
+) -> FreshRun:
+    """A fresh server; as soon as it answers, `sessions` websocket sessions open their first pages (each its own
+    round of pages, as in run_ws_sessions) at random moments within `open_within_s`, change a control the moment it
+    is drawn, then go on at `pace`; `browser` (a Playwright browser), if given, opens the home page at once too."""
+    rng = random.Random(seed)
+    delays = [rng.uniform(0, open_within_s) for _ in range(sessions)]
+    pace = dataclasses.replace(pace, read_first=False)
+    with fresh_server() as (url, started, log):
+        healthy_s = time.monotonic() - started
+
+        async def session(i: int, result: SessionResult) -> None:
+            await asyncio.sleep(delays[i])
+            await run_ws_session(url, i, changes, timeout_s, seed, result, pace)
+
+        probe = asyncio.create_task(_first_drawn(browser, url, started, timeout_s)) if browser else None
+        results, wall_s = await _all_sessions(session, sessions, changes, total_s)
+        browser_s = await probe if probe else float("nan")
+        opened = sorted(r.at[0] - started for r in results if r.at)  # the first change is made as the page is drawn
+        return FreshRun(results, wall_s, healthy_s, opened, browser_s, log())
+
+
+async def run_fresh(args, pace: Pace) -> list[FreshRun]:
+    """args.fresh fresh servers one after the other, a class at once on each; one Chromium for all of them, started
+    first so that its own start is not counted in the time to the first page."""
+    from playwright.async_api import async_playwright
+
+    async with async_playwright() as pw:
+        browser = None
+        if not args.no_browser:
+            browser = await pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        try:
+            common = (args.sessions, args.changes, args.open_within, pace)
+            limits = (args.action_timeout, args.global_timeout)
+            return [await fresh_class(*common, args.seed + k, browser, *limits) for k in range(args.fresh)]
+        finally:
+            if browser is not None:
+                await browser.close()
+
+
+def fresh_main(args, pace: Pace, command: str) -> None:
+    """The --fresh mode: run, report, write --out."""
+    args.think = tuple(args.think or (3.0, 9.0))
+    pace = dataclasses.replace(pace, think=args.think, switch_share=args.switch_share)
+    args.load_before = os.getloadavg()
+    text, _ = fresh_report(args, asyncio.run(run_fresh(args, pace)), command)
+    print(text)
+    if args.out:
+        args.out.write_text(text)
+
+
+def _fresh_row(name: str, run: FreshRun) -> str:
+    ts, opened = run.times, run.opened_s
+    q = [percentile(ts, 0.5), percentile(ts, 0.95), max(ts, default=float("nan"))]
+    return (
+        f"| {name} | {len(run.errors)} | {run.uncaught} | {len(ts)} | "
+        + " | ".join(f"{x:.2f}" for x in q)
+        + f" | {run.healthy_s:.1f} | {run.browser_s:.1f} | {opened[0] if opened else float('nan'):.1f} | "
+        f"{opened[-1] if opened else float('nan'):.1f} |"
+    )
+
+
+def fresh_report(args, runs: list[FreshRun], command: str) -> tuple[str, bool]:
+    m = machine()
+    times = [t for run in runs for t in run.times]
+    errors = [f"server {k + 1}: {e}" for k, run in enumerate(runs) for e in run.errors]
+    planned = sum(r.planned for run in runs for r in run.results)
+    uncaught = sum(run.uncaught for run in runs)
+    firsts = [run.browser_s if run.browser_s == run.browser_s else run.opened_s[0] for run in runs if run.opened_s]
+    p95 = percentile(times, 0.95)
+    goals = [
+        ("0 session errors", not errors, f"{len(errors)} errors"),
+        (f"0 '{UNCAUGHT}' in the servers' logs", not uncaught, f"{uncaught}"),
+        ("0 lost changes", len(times) == planned, f"{planned - len(times)} of {planned} lost"),
+        ("p95 change→rerun ≤ 1.0 s", p95 <= 1.0, f"p95 = {p95:.2f} s"),
+        (
+            "first page drawn ≤ 3 s after the server's start",
+            max(firsts, default=99) <= 3.0,
+            "worst " + (f"{max(firsts):.1f} s" if firsts else "none drawn"),
+        ),
+    ]
+    exceptions = sorted(
+        {
+            line.strip()
+            for run in runs
+            for line in run.log.splitlines()
+            if re.match(r"\\s*\\w+(\\.\\w+)*(Error|Exception)\\b", line)
+        }
+    )
+    lines = [
+        "# A class at once on a fresh server",
+        "",
+        f"- date: {datetime.datetime.now().astimezone():%Y-%m-%d %H:%M %Z}",
+        f"- machine: {m['nproc']} CPUs ({m['cpu']}), {m['memory']} RAM; load average before the run "
+        f"{' '.join(f'{x:.1f}' for x in args.load_before)} (the machine may be shared with other work)",
+        f"- versions: python {m['python']}, streamlit {m['streamlit']}, torch {m['torch']}",
+        f"- command: `{command}`",
+        f"- {args.fresh} fresh servers, one after the other; on each, {args.sessions} websocket sessions open their "
+        f"first pages within {args.open_within:g} s of the server answering its health check (every session its "
+        f"own page first, in the order of the pages), change a control the moment the page is drawn, then every "
+        f"{args.think[0]:g}–{args.think[1]:g} s ({args.changes} changes each, a page switch with probability "
+        f"{args.switch_share:g})"
+        + ("; a headless Chromium opens the home page at the same time" if not args.no_browser else ""),
+        "- change → rerun: from sending the change to `script_finished` (tools/ws_client.py); times below are "
+        "seconds after the server process was started",
+        "",
+        "| goal | met | measured |",
+        "| --- | --- | --- |",
+        *[f"| {g} | {'yes' if ok else 'NO'} | {v} |" for g, ok, v in goals],
+        "",
+        "| server | session errors | uncaught in log | changes | p50 s | p95 s | max s | healthy s | browser page s "
+        "| first ws page s | last ws page s |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        *[_fresh_row(str(k + 1), run) for k, run in enumerate(runs)],
+        "",
+        "## Errors",
+        "",
+        *([f"- {e}" for e in errors[:30]] or ["none"]),
+        "",
+        "Exceptions named in the servers' logs:",
+        "",
+        *([f"- `{e[:200]}`" for e in exceptions[:20]] or ["none"]),
+        "",
+    ]
+    return "\n".join(lines), all(ok for _, ok, _ in goals)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=30)
@@ -732,6 +947,11 @@ def main() -> None:
         help="URL parameters that replace the heaviest settings (bench_max_n=1024, say: a short run)",
     )
     parser.add_argument("--heavy-same-seed", action="store_true", help="every heavy session asks for the same result")
+    parser.add_argument(
+        "--fresh", type=int, default=0, metavar="N", help="N fresh servers, the class at once on each (ws, human pace)"
+    )
+    parser.add_argument("--open-within", type=float, default=1.0, help="--fresh: seconds in which sessions open")
+    parser.add_argument("--no-browser", action="store_true", help="--fresh: no Chromium timing the first page")
     parser.add_argument("--mem-interval", type=float, default=0.5, help="seconds between two samples of server RSS")
     parser.add_argument("--out", type=pathlib.Path)
     args = parser.parse_args()
@@ -752,6 +972,9 @@ def main() -> None:
         read_first=not args.change_at_once,
     )
     command = "python -m tools.load_test " + shlex.join(sys.argv[1:])
+    if args.fresh:
+        fresh_main(args, pace, command)
+        return
 
     with streamlit_server() as srv:
         sampler = MemorySampler(srv.proc.pid, args.mem_interval)
