@@ -142,6 +142,7 @@ both = training.trained(
     budget_s=BUDGET_S,
     stop_key="scale_stop",
     complete=complete,
+    runs=2,  # scaled and unscaled
 )
 
 left, right = st.columns([3, 2])

@@ -3,6 +3,7 @@
 from attn_core.learn.model import TinyAttentionModel
 from attn_core.learn.scaling import ScalingComparison, compare_scaling, run_summary
 from attn_core.learn.tasks import TASK_NAMES, Batch, Task, make_task, parse_tokens
+from attn_core.learn.threads import one_thread
 from attn_core.learn.train import (
     LearnConfig,
     Prediction,
@@ -26,6 +27,7 @@ __all__ = [
     "TrainResult",
     "compare_scaling",
     "make_task",
+    "one_thread",
     "parse_tokens",
     "predict",
     "run_summary",

@@ -242,15 +242,22 @@ def _mean(values: list[float]) -> float:
     return sum(values) / len(values) if values else math.nan
 
 
-def _runaway(model: torch.nn.Module) -> bool:
+def _runaway(params: list[torch.Tensor]) -> bool:
     """A weight beyond MAX_WEIGHT (or not finite): training has blown up. Below it, every logit stays finite."""
-    return any(not bool(p.detach().abs().max() <= MAX_WEIGHT) for p in model.parameters())
+    # one foreach reduction over all tensors: a Python loop of abs().max() per tensor cost ~5% of a default run
+    return not bool(torch.nn.utils.get_total_norm(params, norm_type=math.inf) <= MAX_WEIGHT)
+
+
+def _grad_norm(params: list[torch.Tensor]) -> float:
+    """The L2 norm of all gradients together (clip_grad_norm_ with no limit also multiplied every gradient by 1)."""
+    return float(torch.nn.utils.get_total_norm([p.grad for p in params if p.grad is not None]))
 
 
 def _optimizer(cfg: LearnConfig, model: torch.nn.Module) -> torch.optim.Optimizer:
     if cfg.optimizer == "sgd":
         return torch.optim.SGD(model.parameters(), lr=cfg.lr, momentum=0.9)
-    return torch.optim.Adam(model.parameters(), lr=cfg.lr)
+    # foreach: one call per step for all tensors instead of a Python loop over them (the same arithmetic)
+    return torch.optim.Adam(model.parameters(), lr=cfg.lr, foreach=True)
 
 
 def train_iter(
@@ -272,6 +279,7 @@ def train_iter(
     data_gen = torch.Generator().manual_seed(cfg.seed + 1)  # the model's own init used generator(seed)
     probe = task.sample(cfg.eval_size, torch.Generator().manual_seed(cfg.seed + 2), "heldout")
     opt = _optimizer(cfg, model)
+    params = [p for p in model.parameters()]
     w_q, w_k = model.decoder[0].attn.w_q.weight, model.decoder[0].attn.w_k.weight
     marks = set(snapshot_steps(cfg.steps, cfg.snapshots))
     window: dict[str, list[float]] = {"loss": [], "accuracy": [], "grad_q": [], "grad_k": []}
@@ -286,7 +294,7 @@ def train_iter(
         loss.backward()
         loss_value = float(loss.detach())
         # an update from a non-finite loss or gradient would poison every weight: stop before it
-        grad_norm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), math.inf))  # inf: measure, no clip
+        grad_norm = _grad_norm(params)
         diverged = runaway or not (math.isfinite(loss_value) and math.isfinite(grad_norm))
         if not diverged:
             window["loss"].append(loss_value)
@@ -299,7 +307,7 @@ def train_iter(
         if stop or diverged or step == cfg.steps:
             return
         opt.step()
-        runaway = _runaway(model)
+        runaway = _runaway(params)
         if progress is not None:
             progress(step + 1, cfg.steps, loss_value)
 

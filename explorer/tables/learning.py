@@ -49,6 +49,12 @@ def work(cfg: LearnConfig) -> float:
     return 6 * cfg.steps * cfg.batch_size * n * layers * (4 + 2 * cfg.mlp_ratio) * cfg.d_model**2
 
 
+def cost(cfg: LearnConfig, runs: int = 1) -> tuple[int, float]:
+    """(training steps, flops per step) of a click that trains `cfg` `runs` times: what the training line's time
+    estimate is computed from (explorer.ui.training)."""
+    return runs * cfg.steps, work(cfg) / cfg.steps
+
+
 class TooMuchWork(ValueError):
     """Settings beyond the page's budget; `factor` says how far."""
 

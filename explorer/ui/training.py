@@ -1,30 +1,52 @@
-"""Training on a page: one server-wide shelf of finished runs, and a run that waits its turn as heavy work.
+"""Training on a page: one server-wide shelf of finished runs, and one line of training runs that a class shares.
 
 A page never trains on a plain view: it looks its settings up on the shelf (`results()`), shared by every
-session, so once anyone on the server trained these settings everyone sees the result; only a click on Train
-runs `train_in_slot`, which waits in the server's line for heavy work (explorer.ui.heavy) with its place shown,
-reports progress, stops at the page's time budget, and puts a complete run on the shelf.
-A click on the page's stop button (any click, in fact) ends the script run, and with it the training: Streamlit
-raises its stop exception in the next progress update, the heavy slot is freed, and nothing is kept.
+session, so once anyone on the server trained these settings everyone sees the result. A click on Train joins
+the server's training line (`TrainingLine`): a run of the same settings already waiting or training is joined,
+not started again, so 30 students pressing Train with the same settings watch one run and see it end together.
+The line's own worker threads train up to `slots` runs at once (ATTN_TRAIN_SLOTS, default 2: the server's two
+cores), each with one torch thread (attn_core.learn.one_thread), in first-come order; a run stops at the page's
+time budget and a complete run goes on the shelf.
+
+While a student waits, the page shows the run's place in the line and when it should start and end, computed
+from measured work: each run's steps and flops per step (tables.cost) and the seconds per step of the runs
+measured so far on this server (`Pace`), scheduled over the slots in line order. Before any run has taken a
+step there is nothing measured, and the page says so instead of guessing.
+
+A run belongs to whoever watches it: a student who stops watching (the stop button, another control, closing the
+tab) just leaves, and a run that nobody has looked at for GRACE_S seconds is dropped (waiting) or stopped
+(training), with nothing kept.
 """
 
 from __future__ import annotations
 
 import collections
+import heapq
+import math
+import os
 import threading
 import time
 from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
 
 import streamlit as st
 
-from explorer.tables.learning import TooMuchWork
-from explorer.ui import heavy
+from attn_core.learn import one_thread
+from explorer.tables.learning import TooMuchWork, cost
 from explorer.ui.frame import friendly_errors, literal
 from explorer.ui.i18n import t
 
 SHELF_SIZE = 8  # finished runs kept for the whole server: a default run is well under a megabyte
 STOPPED = "_training_stopped"  # session flag: the last run was stopped by its button
-AGAIN = "_training_again"  # session flag: the interrupted notice's button asks for the run again
+WATCHING = "_training_watching"  # session: the key of the run it waits for, so that a rerun waits on
+POLL_S = 0.25  # how often a waiting page redraws its place (and notices a click that stops it)
+GRACE_S = 3.0  # a run nobody has looked at for this long has lost its viewers: dropped or stopped
+MAX_WAITING = 60  # runs waiting (not training) in the whole server: two per student of a class of 30
+MIN_STEPS = 5  # steps a run takes before its own pace counts (its first steps include building the model)
+
+
+class Full(RuntimeError):
+    """The line is as long as it may get: the viewer is told to try again later."""
 
 
 class Shelf:
@@ -50,84 +72,299 @@ class Shelf:
                 self._items.popitem(last=False)
 
 
+class Pace:
+    """Seconds per training step measured on this server, as a + b f for a run of f flops per step.
+
+    A step of a small model costs mostly fixed overhead (Python, the optimizer, small kernels), a large one mostly
+    flops, so a and b are fitted by least squares to the recent runs' (f, seconds per step); with one size measured
+    so far, its mean is the estimate for every size."""
+
+    def __init__(self, keep: int = 32):
+        self._samples: collections.deque = collections.deque(maxlen=keep)
+        self._lock = threading.Lock()
+
+    def add(self, flops: float, seconds_per_step: float) -> None:
+        with self._lock:
+            self._samples.append((flops, seconds_per_step))
+
+    def __len__(self) -> int:
+        return len(self._samples)
+
+    def per_step(self, flops: float, live: list[tuple[float, float]] = ()) -> float | None:
+        """Estimated seconds per step at `flops` per step (`live`: samples of runs still training); None: none."""
+        with self._lock:
+            samples = [*self._samples, *live]
+        if not samples:
+            return None
+        fs, ss = [f for f, _ in samples], [s for _, s in samples]
+        f_mean, s_mean = sum(fs) / len(fs), sum(ss) / len(ss)
+        spread = sum((f - f_mean) ** 2 for f in fs)
+        if spread == 0:
+            return s_mean
+        b = max(0.0, sum((f - f_mean) * (s - s_mean) for f, s in samples) / spread)
+        a = max(0.0, s_mean - b * f_mean)
+        return a + b * flops
+
+
+@dataclass(eq=False)
+class Job:
+    """One training run in the line: what to run, its cost, and how far it got (read by its viewers' pages)."""
+
+    key: Hashable
+    run: Callable[..., object]  # run(keep_going=..., progress=...) -> result
+    steps: int
+    flops: float  # per step
+    budget_s: float
+    complete: Callable[[object], bool]
+    state: str = "waiting"  # -> "training" -> "done"
+    done: int = 0
+    loss: float = math.nan
+    started: float = 0.0
+    seen: float = field(default_factory=time.monotonic)  # when a viewer last looked
+    result: object = None
+    error: BaseException | None = None
+    finished: threading.Event = field(default_factory=threading.Event)
+
+    def own_pace(self, now: float) -> float | None:
+        """Seconds per step this run has measured itself (None before MIN_STEPS)."""
+        return (now - self.started) / self.done if self.state == "training" and self.done >= MIN_STEPS else None
+
+
+@dataclass(frozen=True)
+class View:
+    """What a viewer's page shows of its run: place 0 while training; start_s/end_s None before any measurement."""
+
+    state: str
+    place: int  # 1 = next to start
+    ahead: int  # runs before it: training now or waiting ahead
+    training: int  # runs training now
+    done: int
+    steps: int
+    loss: float
+    start_s: float | None
+    end_s: float | None
+    measured: int  # finished runs the estimate is made from
+    steps_per_s: float | None  # the estimated pace of this run
+
+
+class TrainingLine:
+    """First-come, first-served training runs, `slots` at a time in worker threads; a run asked for while the same
+    key waits or trains is joined instead of queued again."""
+
+    def __init__(self, slots: int, max_waiting: int = MAX_WAITING, shelf: Shelf | None = None):
+        if slots < 1 or max_waiting < 0:
+            raise ValueError(f"slots must be >= 1 and max_waiting >= 0, got {slots} and {max_waiting}")
+        self.slots, self.max_waiting = slots, max_waiting
+        self.shelf = shelf if shelf is not None else Shelf(SHELF_SIZE)
+        self.pace = Pace()
+        self._cond = threading.Condition()
+        self._jobs: list[Job] = []  # training and waiting, in line order
+        self._workers: list[threading.Thread] = []
+
+    def join(self, key: Hashable, run, *, steps: int, flops: float, budget_s: float, complete) -> tuple[Job, bool]:
+        """(the run of `key` in the line, whether it was already there); Full when too many wait."""
+        with self._cond:
+            job = next((j for j in self._jobs if j.key == key), None)
+            if job is not None:
+                job.seen = time.monotonic()
+                return job, True
+            waiting = sum(j.state == "waiting" for j in self._jobs)
+            if waiting >= self.max_waiting and len(self._jobs) >= self.slots:  # no free slot, and no room to wait
+                raise Full(f"{self.max_waiting} training runs are already waiting")
+            job = Job(key, run, steps, flops, budget_s, complete)
+            self._jobs.append(job)
+            self._start_workers()
+            self._cond.notify_all()
+            return job, False
+
+    def find(self, key: Hashable) -> Job | None:
+        """The run of `key` waiting or training now, if any."""
+        with self._cond:
+            return next((j for j in self._jobs if j.key == key), None)
+
+    def look(self, job: Job) -> View:
+        """`job` as its viewer sees it now (and a sign that it still has one)."""
+        with self._cond:
+            now = job.seen = time.monotonic()
+            times = self._schedule(now)
+            training = sum(j.state == "training" for j in self._jobs)
+            waiting = [j for j in self._jobs if j.state == "waiting"]
+            place = waiting.index(job) + 1 if job in waiting else 0
+            start_s, end_s = times.get(job, (None, None))
+            per = job.own_pace(now) or self.pace.per_step(job.flops, self._live(now))
+        return View(
+            job.state, place, training + place - 1 if place else 0, training, job.done, job.steps, job.loss,
+            start_s, end_s, len(self.pace), None if not per else 1 / per,
+        )  # fmt: skip
+
+    def _live(self, now: float) -> list[tuple[float, float]]:
+        return [(j.flops, p) for j in self._jobs if (p := j.own_pace(now)) is not None]
+
+    def _schedule(self, now: float) -> dict[Job, tuple[float, float]]:
+        """Seconds from now until each run starts and ends: the training runs' remaining steps, then the waiting
+        ones in order on whichever slot frees first, each at the measured pace and within its time budget."""
+        live = self._live(now)
+        slots, times = [], {}
+        for job in (j for j in self._jobs if j.state == "training"):
+            per = job.own_pace(now) or self.pace.per_step(job.flops, live)
+            if per is None:
+                return {}
+            left = min((job.steps - job.done) * per, max(0.0, job.budget_s - (now - job.started)))
+            times[job] = (0.0, left)
+            slots.append(left)
+        slots += [0.0] * max(0, self.slots - len(slots))
+        heapq.heapify(slots)
+        for job in (j for j in self._jobs if j.state == "waiting"):
+            per = self.pace.per_step(job.flops, live)
+            if per is None:
+                return times
+            start = heapq.heappop(slots)
+            times[job] = (start, start + min(job.steps * per, job.budget_s))
+            heapq.heappush(slots, times[job][1])
+        return times
+
+    def _start_workers(self) -> None:
+        while len(self._workers) < self.slots:
+            worker = threading.Thread(target=self._work, name=f"training-{len(self._workers)}", daemon=True)
+            self._workers.append(worker)
+            worker.start()
+
+    def _next(self) -> Job:
+        """The first waiting run that still has a viewer (the others leave the line); blocks until there is one."""
+        with self._cond:
+            while True:
+                now = time.monotonic()
+                for job in [j for j in self._jobs if j.state == "waiting" and now - j.seen > GRACE_S]:
+                    self._end(job)
+                job = next((j for j in self._jobs if j.state == "waiting"), None)
+                if job is not None:
+                    job.state, job.started = "training", now
+                    return job
+                self._cond.wait(GRACE_S)
+
+    def _end(self, job: Job) -> None:
+        """Out of the line, its viewers woken (the lock held)."""
+        job.state = "done"
+        self._jobs.remove(job)
+        job.finished.set()
+        self._cond.notify_all()
+
+    def _work(self) -> None:
+        with one_thread():  # two runs at once on two cores, and no OpenMP threads spinning for a busy core
+            while True:
+                self._train(self._next())
+
+    def _train(self, job: Job) -> None:
+        def keep_going(step: int) -> bool:
+            now = time.monotonic()
+            return now - job.started < job.budget_s and now - job.seen <= GRACE_S
+
+        def progress(done: int, total: int, loss: float) -> None:
+            job.done, job.loss = done, loss
+
+        try:
+            job.result = job.run(keep_going=keep_going, progress=progress)
+            if job.done >= MIN_STEPS:
+                self.pace.add(job.flops, (time.monotonic() - job.started) / job.done)
+            if job.complete(job.result):
+                self.shelf.put(job.key, job.result)
+        except Exception as err:  # noqa: BLE001 - shown to its viewers by the page, not lost in a worker thread
+            job.error = err
+        with self._cond:
+            self._end(job)
+
+
+def _slots() -> int:
+    raw = os.environ.get("ATTN_TRAIN_SLOTS", "2")
+    if not raw.isdigit() or int(raw) < 1:
+        raise ValueError(f"ATTN_TRAIN_SLOTS must be a whole number >= 1, got {raw!r}")
+    return int(raw)
+
+
 @st.cache_resource
+def server_line() -> TrainingLine:
+    """The server's one training line and its shelf (st.cache_resource: shared by every session)."""
+    return TrainingLine(_slots())
+
+
 def results() -> Shelf:
-    """The server's shelf of finished runs (st.cache_resource: one object shared by every session)."""
-    return Shelf(SHELF_SIZE)
+    """The server's shelf of finished runs."""
+    return server_line().shelf
 
 
 def stop() -> None:
-    """on_click of the stop button: the click has already ended the run; remember to say so."""
+    """on_click of the stop button: the click has already ended this page's wait; remember to say so."""
     st.session_state[STOPPED] = True
-
-
-def train_in_slot(
-    key: Hashable,
-    run: Callable[..., object],
-    *,
-    budget_s: float,
-    stop_key: str,
-    complete: Callable[[object], bool],
-    where=st,
-):
-    """Wait for a heavy slot, then `run(keep_going=..., progress=...)`, drawing a progress bar and a stop button.
-
-    The finished result is put on the shelf under `key` when `complete(result)` (a run cut short by the time
-    budget stays in this session only). Returns the result, or None when the server's line is full (said).
-    `where`: a container the page draws on every run, so that the bar and the button shift nothing below them
-    (a fragment's elements further down are then replaced in place, not drawn twice).
-    """
-    st.session_state.pop(STOPPED, None)
-    shelf = results()
-    bar = where.progress(0.0, text=t("common.training.starting"))
-    cancel = where.empty()
-    cancel.button(t("common.training.stop"), key=stop_key, on_click=stop, icon=":material/stop_circle:")
-
-    def waiting(ahead: int) -> None:
-        bar.progress(0.0, text=t("common.training.waiting", ahead=ahead))
-
-    started = [0.0]
-    stop_now = heavy.stop_check()  # Stop, a closed tab: leave the slot before the next step, not the next bar update
-
-    def keep_going(step: int) -> bool:
-        stop_now()
-        return time.monotonic() - started[0] < budget_s
-
-    def progress(done: int, total: int, loss: float) -> None:
-        if done == total or done % max(1, total // 50) == 0:  # ~50 updates: each is a message to the browser
-            bar.progress(done / total, text=t("common.training.progress", done=done, total=total, loss=loss))
-
-    try:
-        with heavy.announced("training"), heavy.heavy_slot(waiting):
-            result = shelf.get(key)  # someone else may have trained these settings while this one waited
-            if result is None:
-                started[0] = time.monotonic()
-                result = run(keep_going=keep_going, progress=progress)
-                if complete(result):
-                    shelf.put(key, result)
-    except heavy.Full:  # the line is full: say so; the page keeps showing what it has
-        result = None
-        where.warning(t("common.training.full"), icon=":material/hourglass_disabled:")
-    bar.empty()
-    cancel.empty()
-    return result
-
-
-def again() -> None:
-    """on_click of the interrupted notice's button: train on this run."""
-    st.session_state[AGAIN] = True
-
-
-def interrupted_notice() -> None:
-    """A run under way when the server restarted, or this tab's session was lost, never finished: say so and offer
-    it again (nothing trains by itself)."""
-    st.warning(t("common.training.interrupted"), icon=":material/sync_problem:")
-    st.button(t("common.training.again"), key="training_again", on_click=again, icon=":material/replay:")
+    st.session_state.pop(WATCHING, None)
 
 
 def was_stopped() -> bool:
     """The previous run of this session was ended by its stop button (asked once: the flag is cleared)."""
     return bool(st.session_state.pop(STOPPED, False))
+
+
+def status_text(view: View) -> str:
+    """The line's words for one run in the viewer's language: its place and estimated start and end, or its
+    progress and estimated time left; without a measured pace yet, a note that there is no estimate."""
+    if view.state == "training":
+        text = t("learning.line.training", done=view.done, total=view.steps, loss=view.loss)
+        if view.end_s is None:
+            return text + " " + t("learning.line.no_estimate")
+        return text + " " + t("learning.line.left", seconds=math.ceil(view.end_s), rate=view.steps_per_s)
+    text = t("learning.line.place", place=view.place, ahead=view.ahead, training=view.training)
+    if view.start_s is None:
+        return text + " " + t("learning.line.no_estimate")
+    return (
+        text
+        + " "
+        + t(
+            "learning.line.estimate",
+            start=math.ceil(view.start_s),
+            end=math.ceil(view.end_s),
+            runs=view.measured,
+            rate=view.steps_per_s,
+        )
+    )
+
+
+def watch(line: TrainingLine, job: Job, joined: bool, stop_key: str, where=st) -> Job:
+    """Draw the run's place or progress every POLL_S until it ends, with a stop button (a click on it, or on any
+    control, ends this page's wait; the run goes on for its other viewers)."""
+    bar = where.progress(0.0, text=t("common.training.starting"))
+    note = where.empty()
+    if joined:
+        note.caption(t("learning.line.joined"))
+    cancel = where.empty()
+    cancel.button(t("common.training.stop"), key=stop_key, on_click=stop, icon=":material/stop_circle:")
+    while True:
+        view = line.look(job)
+        bar.progress(min(1.0, view.done / max(1, view.steps)), text=status_text(view))
+        if job.finished.wait(POLL_S):
+            break
+    for placeholder in (bar, note, cancel):
+        placeholder.empty()
+    return job
+
+
+def train_in_line(key, run, *, cost, budget_s, complete, stop_key, where=st, rejoin=False):
+    """Join the server's line for `key` (or its run already there) and watch it to its end. Returns the result,
+    or None when the line is full (said) or, with rejoin, when no run of `key` is in the line any more."""
+    line = server_line()
+    steps, flops = cost
+    try:
+        if rejoin:
+            job, joined = line.find(key), True
+            if job is None:
+                return None
+        else:
+            job, joined = line.join(key, run, steps=steps, flops=flops, budget_s=budget_s, complete=complete)
+    except Full:
+        where.warning(t("common.training.full"), icon=":material/hourglass_disabled:")
+        return None
+    watch(line, job, joined, stop_key, where)
+    if job.error is not None:
+        raise job.error
+    return job.result
 
 
 def trained(
@@ -140,11 +377,13 @@ def trained(
     stop_key: str,
     budget_s: float,
     complete: Callable[[object], bool],
+    runs: int = 1,
 ) -> object | None:
     """A Learning page's training, start to end: the settings checked (a too-large or bad setting is said, and the
-    run ends there), the result on the server's shelf or kept in this session, and on a click of Train a new run
-    `run(config, keep_going=..., progress=...)` in the line for heavy work (`train_in_slot`). Returns the result to
-    show, or None before anyone trained these settings."""
+    run ends there), the result on the server's shelf or kept in this session, and on a click of Train the run
+    `run(config, keep_going=..., progress=...)` in the server's training line (`runs`: how many trainings of the
+    config one run makes, for the estimate). A page rerun while this session waits goes on waiting. Returns the
+    result to show, or None before anyone trained these settings."""
     try:
         config = make_config()
     except TooMuchWork as err:
@@ -153,24 +392,27 @@ def trained(
     except ValueError as err:
         st.warning(t("learning.bad_settings") + " " + literal(err), icon=":material/error:")
         st.stop()
-    if heavy.interrupted("training"):
-        interrupted_notice()
-    clicked = clicked or bool(st.session_state.pop(AGAIN, False))
     result = results().get(key)
     kept = st.session_state.get(kept_key)
     if result is None and kept is not None and kept[0] == key:
         result = kept[1]
     status = st.container()  # drawn on every run: what appears in it shifts nothing below
-    if clicked:
+    rejoin = not clicked and result is None and st.session_state.get(WATCHING) == key
+    if clicked or rejoin:
+        st.session_state.pop(STOPPED, None)
+        st.session_state[WATCHING] = key
         with status, friendly_errors(t("learning.sections.training")):
-            ran = train_in_slot(
+            ran = train_in_line(
                 key,
                 lambda **kw: run(config, **kw),
+                cost=cost(config, runs),
                 budget_s=budget_s,
+                complete=complete,
                 stop_key=stop_key,
                 where=status,
-                complete=complete,
+                rejoin=rejoin,
             )
+            st.session_state.pop(WATCHING, None)
             result = ran or result
             if result is not None and not complete(result):  # cut short by the budget: this session's only
                 st.session_state[kept_key] = (key, result)

@@ -6,10 +6,14 @@ so that the server-wide shelf of finished runs (explorer.ui.training) starts emp
 
 import math
 import re
+import sys
+import threading
+import time
 
 from app_helpers import assert_clean, metric, open_link
 
 from explorer.tables import learning as tables
+from explorer.ui import training
 
 PAGE = "views/learning.py"
 SCALE = "views/learning_scale.py"
@@ -93,12 +97,15 @@ def test_too_much_work_gets_a_clear_message():
 
 
 def test_a_full_server_line_says_so(monkeypatch):
-    from explorer.ui import heavy
-
-    line = heavy.Line(slots=1, max_waiting=0)
-    monkeypatch.setattr(heavy, "server_line", lambda: line)
-    with line.place():  # another student's training holds the only slot, and nobody may wait
+    line, gate = training.TrainingLine(slots=1, max_waiting=0), threading.Event()
+    monkeypatch.setattr(training, "server_line", lambda: line)
+    holder, _ = line.join("other", lambda **kw: gate.wait(10), steps=1, flops=1.0, budget_s=60, complete=bool)
+    while line.look(holder).state != "training":  # another student's run holds the only slot; nobody may wait
+        time.sleep(0.01)
+    try:
         at = train(open_link(PAGE, {**TINY, "seed": "105"}))
+    finally:
+        gate.set()
     assert any("Too many benchmarks and training runs" in w.value for w in at.warning)
     assert any("before any training" in i.value for i in at.info)  # the page still shows the untrained model
 
@@ -137,3 +144,100 @@ def test_a_run_cut_short_by_the_time_budget_is_shown_but_not_shared(monkeypatch)
     assert at.select_slider(key="learn_snapshot").options == ["0"]
     other = open_link(PAGE, {**TINY, "seed": "107"})  # another student: the shelf holds no run of these settings
     assert any("before any training" in i.value for i in other.info)
+
+
+drawers: dict[str, set[int]] = {}
+
+
+def held_line(monkeypatch, slots=1):
+    """A fresh training line whose one slot another student's run holds until the returned gate is set; the texts
+    the waiting pages draw are recorded."""
+    line, gate, texts = training.TrainingLine(slots=slots), threading.Event(), []
+    monkeypatch.setattr(training, "server_line", lambda: line)
+    drawn = training.status_text
+
+    def spy(view):
+        texts.append(drawn(view))
+        drawers.setdefault(texts[-1], set()).add(threading.get_ident())  # which page's thread drew it
+        return texts[-1]
+
+    drawers.clear()
+    monkeypatch.setattr(training, "status_text", spy)
+    holder, _ = line.join("holder", lambda **kw: gate.wait(30), steps=1, flops=1.0, budget_s=60, complete=bool)
+    while line.look(holder).state != "training":
+        time.sleep(0.01)
+    return line, gate, texts
+
+
+def click_in_thread(at, key):
+    thread = threading.Thread(target=lambda: at.button(key=key).click().run(timeout=120))
+    thread.start()
+    return thread
+
+
+def wait_for(condition, timeout_s=60):
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def test_two_students_with_the_same_settings_share_one_run(monkeypatch):
+    train_module = sys.modules["attn_core.learn.train"]  # the package's name `train` is the function
+
+    loops = []
+    train_iter = train_module.train_iter
+
+    def counted(*args, **kwargs):  # training loops of the line's workers (the untrained view makes step 0 too)
+        if threading.current_thread().name.startswith("training-"):
+            loops.append(1)
+        return train_iter(*args, **kwargs)
+
+    monkeypatch.setattr(train_module, "train_iter", counted)
+    line, gate, texts = held_line(monkeypatch)
+    link = {**TINY, "seed": "108"}
+    students = [open_link(PAGE, link), open_link(PAGE, link)]
+    threads = []
+    for n, at in enumerate(students, 1):  # one after the other: CPython 3.11 cannot compile two pages at once
+        threads.append(click_in_thread(at, "learn_train"))
+        wait_for(lambda n=n: len(set().union(*(d for x, d in drawers.items() if "number 1 in" in x))) >= n)
+    assert len(line._jobs) == 2  # the holder and one run of these settings, joined by the second student
+    gate.set()
+    for thread in threads:
+        thread.join(120)
+    for at in students:
+        assert_clean(at)
+    assert len(loops) == 1  # one training loop ran for both
+    verdicts = [[x.value for x in [*at.success, *at.warning]] for at in students]  # "Trained" or "Not learned"
+    assert verdicts[0] == verdicts[1] != [] and "training run" not in str(verdicts)
+
+
+def test_the_scale_page_waits_in_the_same_line(monkeypatch):
+    line, gate, texts = held_line(monkeypatch)
+    at = open_link(SCALE, {"scale_d_k": "8", "scale_steps": "20", "seed": "109"})
+    thread = click_in_thread(at, "scale_train")
+    wait_for(lambda: any("number 1 in the server's training line" in x for x in texts))
+    gate.set()
+    thread.join(120)
+    assert_clean(at)
+    assert line.pace.per_step(1.0) is not None  # its 2 x 20 steps were measured
+    assert any(re.search(r"Training: step \d+ of 40\b", x) for x in texts)  # both runs of 20 steps, one progress
+
+
+def test_the_line_shows_place_and_a_measured_estimate_in_both_languages(monkeypatch):
+    line, gate, texts = held_line(monkeypatch)
+    line.pace.add(1e6, 0.01)  # as if a run had measured 100 steps/s
+    english = open_link(PAGE, {**TINY, "seed": "110"})
+    chinese = open_link(PAGE, {**TINY, "seed": "111", "lang": "zh"})
+    threads = [click_in_thread(english, "learn_train")]
+    wait_for(lambda: any("number 1 in" in x for x in texts))
+    threads.append(click_in_thread(chinese, "learn_train"))
+    wait_for(lambda: any("第 2 位" in x for x in texts))
+    gate.set()
+    for thread in threads:
+        thread.join(120)
+    first = next(x for x in texts if "number 1 in" in x)
+    assert "1 run(s) ahead of it, 1 of them training now" in first and "should start in about" in first
+    second = next(x for x in texts if "第 2 位" in x)
+    assert "前面有 2 个训练" in second and "预计约" in second and "秒后完成" in second
+    assert any("training: step" in x.lower() and "s left at the pace measured" in x for x in texts)

@@ -247,3 +247,24 @@ def test_two_layers_four_heads_and_a_source_self_attention():
     assert result.final.alignment_mass["cross1"].shape == (4,)
     causal = result.final.attention["self1"][0]
     assert float(causal.triu(diagonal=1).abs().max()) == 0.0  # the source reads left to right
+
+
+def test_one_thread_sets_the_calling_thread_only():
+    import threading
+
+    from attn_core.learn import one_thread
+
+    seen = {}
+
+    def inside():
+        with one_thread() as done:
+            seen["inside"], seen["set"] = torch.get_num_threads(), done
+        seen["after"] = torch.get_num_threads()
+
+    before = torch.get_num_threads()
+    worker = threading.Thread(target=inside)
+    worker.start()
+    worker.join()
+    if not seen["set"]:
+        pytest.skip("this torch build has no OpenMP runtime to set")
+    assert seen == {"inside": 1, "set": True, "after": before} and torch.get_num_threads() == before
