@@ -64,6 +64,12 @@ html { font-size: 21px; }
 PAGE_CSS = """<style>
 .vega-embed canvas.marks, .vega-embed svg.marks { max-width: 100% !important; height: auto !important; }
 </style>"""
+# A text or number box being edited says "Press Enter to apply" in English, whatever the page's language (Streamlit
+# writes it in its first span, a character count in the next): our words instead.
+ENTER_CSS = """<style>
+[data-testid="InputInstructions"] > span:first-child { font-size: 0; }
+[data-testid="InputInstructions"] > span:first-child::after { content: "TEXT"; font-size: 0.75rem; }
+</style>"""
 # Room above a chart's title: Vega places a title by its font size, while a Chinese title's glyphs (and any title
 # over a y-axis title longer than the plot) reach higher, and the top of the title was cut off.
 # And room at its left: Vega's estimate of a rotated y-axis title's extent fell ~7 px short (saturation's entropy
@@ -473,12 +479,18 @@ def svg(spec: dict) -> str:
 
 
 @st.cache_resource
-def hardware_label() -> str:
-    """What the app computes on: the GPU's name, or the CPU with its core count."""
+def _hardware() -> dict:
+    """What the app computes on, once per process: the GPU's name, or the CPU with its thread count."""
     if torch.cuda.is_available():
-        return f"GPU: {torch.cuda.get_device_name(0)}"
+        return {"kind": "gpu", "name": torch.cuda.get_device_name(0), "torch": torch.__version__}
     cpu = platform.processor() or platform.machine()
-    return f"CPU ({torch.get_num_threads()} threads, {cpu}) · torch {torch.__version__}"
+    return {"kind": "cpu", "threads": torch.get_num_threads(), "name": cpu, "torch": torch.__version__}
+
+
+def hardware_label() -> str:
+    """The hardware in the viewer's language."""
+    facts = _hardware()
+    return t(f"common.sidebar.hardware_{facts['kind']}", **facts)
 
 
 def sidebar() -> None:
@@ -499,7 +511,7 @@ def sidebar() -> None:
     )
     state.toggle(t("common.sidebar.lesson"), False, key="lesson", where=bar, help=t("common.sidebar.lesson_help"))
     bar.caption(hardware_label())
-    st.html(PAGE_CSS)
+    st.html(PAGE_CSS + ENTER_CSS.replace("TEXT", t("common.frame.enter_to_apply")))
     if projector():
         st.html(PROJECTOR_CSS)
     if sidebar_hidden():

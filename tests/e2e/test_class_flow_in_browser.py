@@ -1,0 +1,41 @@
+"""The class flow in a browser: every page one click away, the Chinese page free of Streamlit's English words."""
+
+import pytest
+from browser_helpers import wait_for_app
+
+from explorer.ui.registry import PAGES
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.mark.parametrize("width", [1366, 1920])
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_every_page_is_one_click_away(server, browser, lang, width):
+    context = browser.new_context(viewport={"width": width, "height": 1080})
+    page = context.new_page()
+    try:
+        page.goto(f"{server}/saturation?lang={lang}")
+        wait_for_app(page)
+        nav = page.locator('[data-testid="stSidebarNav"]')
+        assert nav.locator('[data-testid="stSidebarNavLink"]').count() == len(PAGES) + 1  # and home
+        assert not nav.get_by_role("button").filter(has_text="more").count()  # no "View 4 more"
+    finally:
+        context.close()
+
+
+def test_the_chinese_page_has_no_english_from_streamlit(server, page):
+    page.goto(f"{server}/saturation?lang=zh")
+    wait_for_app(page)
+    box = page.locator('[data-testid="stTextInput"] input').first
+    box.click()
+    box.press("End")
+    box.type(",1")  # edited, not yet applied: Streamlit shows its instructions under the box
+    instructions = page.locator('[data-testid="InputInstructions"]').first
+    instructions.wait_for(state="visible")
+    shown = instructions.evaluate(
+        "e => [...e.children].map(s => getComputedStyle(s).fontSize === '0px' ? "
+        "getComputedStyle(s, '::after').content : s.innerText).join(' ')"
+    )
+    assert "按回车键应用" in shown and "Press" not in shown
+    caption = page.locator('[data-testid="stSidebar"] [data-testid="stCaptionContainer"]').last.inner_text()
+    assert "线程" in caption and "threads" not in caption
