@@ -21,6 +21,9 @@ With `--client ws` the sessions speak Streamlit's websocket protocol instead (to
 same mix of changes, without 30 Chromium renderers competing with the server for the CPUs. As a browser does,
 a change of a control drawn inside a section (st.fragment) asks for a run of that section only.
 
+Train at once (`--train same|different`, websocket client): the sessions press Train on the learning page at the
+same moment, with one setting or each its own; see tools/load_train.py.
+
 Heavy work (`--heavy K`, websocket client only): K of the sessions open the scaling page with its heaviest
 settings in the URL (heaviest_settings(); `--heavy-set KEY=VALUE` replaces some, for a short run), wait for
 each other, and press "Run benchmark" at the same moment, `--heavy-at` seconds after the start; each then
@@ -952,6 +955,10 @@ def main() -> None:
     )
     parser.add_argument("--open-within", type=float, default=1.0, help="--fresh: seconds in which sessions open")
     parser.add_argument("--no-browser", action="store_true", help="--fresh: no Chromium timing the first page")
+    parser.add_argument(
+        "--train", choices=["same", "different"], help="the sessions press Train at once (tools/load_train.py)"
+    )
+    parser.add_argument("--train-set", nargs="+", default=[], metavar="KEY=VALUE", help="--train: URL parameters")
     parser.add_argument("--mem-interval", type=float, default=0.5, help="seconds between two samples of server RSS")
     parser.add_argument("--out", type=pathlib.Path)
     args = parser.parse_args()
@@ -975,6 +982,10 @@ def main() -> None:
     if args.fresh:
         fresh_main(args, pace, command)
         return
+    if args.train:
+        from tools.load_train import train_main
+
+        sys.exit(0 if train_main(args, command) else 1)
 
     with streamlit_server() as srv:
         sampler = MemorySampler(srv.proc.pid, args.mem_interval)

@@ -39,7 +39,7 @@ from explorer.ui.i18n import t
 SHELF_SIZE = 8  # finished runs kept for the whole server: a default run is well under a megabyte
 STOPPED = "_training_stopped"  # session flag: the last run was stopped by its button
 WATCHING = "_training_watching"  # session: the key of the run it waits for, so that a rerun waits on
-POLL_S = 0.25  # how often a waiting page redraws its place (and notices a click that stops it)
+POLL_S = 0.5  # how often a waiting page redraws its place (and notices a click that stops it)
 GRACE_S = 3.0  # a run nobody has looked at for this long has lost its viewers: dropped or stopped
 MAX_WAITING = 60  # runs waiting (not training) in the whole server: two per student of a class of 30
 MIN_STEPS = 5  # steps a run takes before its own pace counts (its first steps include building the model)
