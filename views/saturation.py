@@ -256,7 +256,7 @@ with friendly_errors(t("saturation.errors.notes")):
             "logits": headers["logits"],
             "notes": headers["notes"],
             "computed": headers["computed"],
-            "largest_gap": st.column_config.NumberColumn(headers["largest_gap"], format="%.2e"),
+            "largest_gap": st.column_config.NumberColumn(headers["largest_gap"], format="%.3g"),
             "worst_factor": st.column_config.NumberColumn(headers["worst_factor"], format="%.3g×"),
         },
     )

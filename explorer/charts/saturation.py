@@ -208,7 +208,7 @@ def jacobian_table(cells: pd.DataFrame, limit: float):
         ink = "white" if alpha > 0.5 else "#222"
         return f"background-color: rgba({rgb}, {alpha:.3f}); color: {ink}"
 
-    return matrix.style.map(tint).format("{:.2e}")
+    return matrix.style.map(tint).format("{:.3g}")  # 0.0749 as it reads, 2.06e-09 only when that small
 
 
 def jacobian_html(cells: pd.DataFrame, limit: float) -> str:

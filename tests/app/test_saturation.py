@@ -203,5 +203,9 @@ def test_the_notices_say_what_the_sweep_shows_at_every_n_and_d_k(open_page):
 
 def test_weights_read_as_numbers_not_exponents(open_page):
     at = open_page(PAGE)
+    # softmax([2.5, 0, -2.5]): 1 - max p = 0.08158, H = 0.3045 nats (not 8.158e-02, 3.045e-01)
+    assert any("1 − max p = 0.08158 · entropy H(p) = 0.3045 nats" in c.value for c in at.caption)
+    (notes,) = [d for d in at.dataframe if "largest gap" in d.proto.columns]
+    assert '"%.3g"' in notes.proto.columns and "%.2e" not in notes.proto.columns
     weights = at.dataframe[1]  # softmax([2.5, 0, -2.5])
     assert weights.proto.columns and "%.4g" in weights.proto.columns and "%.4e" not in weights.proto.columns
