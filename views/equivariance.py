@@ -24,6 +24,11 @@ breakers = td("equivariance.breakers")
 variant_labels = td("equivariance.variants")
 
 
+def sci(x: float, digits: int) -> str:
+    """An error in exponent form, but an exact 0 as 0 (0.00e+00 reads like a rounded small number)."""
+    return "0" if x == 0 else f"{x:.{digits}e}"
+
+
 def notice_points(n, d, perm, causal, positional, precision, variant) -> list[str]:
     """What the weights and the variants' chart show at this setting, filled from their numbers."""
     _, s = views(n, d, perm, causal, positional, seed(), precision)
@@ -32,7 +37,7 @@ def notice_points(n, d, perm, causal, positional, precision, variant) -> list[st
     plain = "identity" if f["identity"] else "alike" if f["plain"] == 0 else "ulps"
     marked = "all_broken" if f["broken"] == f["marked"] else "some_broken"
     return [
-        t(f"equivariance.notice.{same}", gap=s["weights_gap"], variant=variant_labels[variant]),
+        t(f"equivariance.notice.{same}", gap=sci(s["weights_gap"], 1), variant=variant_labels[variant]),
         t(f"equivariance.notice.{plain}", **f),
         t(f"equivariance.notice.{marked}", **f),
     ]
@@ -110,14 +115,14 @@ with right:
 with left, friendly_errors(t("equivariance.errors.error")):
     df, s = views(n, d, perm, causal, positional, seed(), precision)
     m1, m2, m3 = st.columns(3)
-    m1.metric(t("equivariance.metrics.error"), f"{s['error']:.2e}", help=t("equivariance.metrics.error_help"))
+    m1.metric(t("equivariance.metrics.error"), sci(s["error"], 2), help=t("equivariance.metrics.error_help"))
     m2.metric(
         t("equivariance.metrics.tolerance"),
         f"{s['tolerance']:.2e}",
         help=t("equivariance.metrics.tolerance_help", ulps=tables.ULPS_PER_TERM),
     )
     m3.metric(t("equivariance.metrics.ulps"), f"{s['ulps']:.3g}", help=t("equivariance.metrics.ulps_help"))
-    claim = f"max |Attention(PX) − P·Attention(X)| = {s['error']:.1e}"
+    claim = f"max |Attention(PX) − P·Attention(X)| = {sci(s['error'], 1)}"
     if s["error"] == 0:
         why = t("equivariance.verdict.identity" if perm == tuple(range(n)) else "equivariance.verdict.alike")
         st.success(t("equivariance.verdict.exact", claim=claim, why=why), icon=":material/check_circle:")
@@ -165,7 +170,7 @@ with friendly_errors(t("equivariance.errors.weights")):
         chart(figure, df[df.matrix == matrix], f"weights_{name}", where=column)
     same = s["weights_gap"] <= s["weights_tolerance"]
     st.caption(
-        t("equivariance.weights_caption", vmax=vmax, gap=s["weights_gap"])
+        t("equivariance.weights_caption", vmax=vmax, gap=sci(s["weights_gap"], 1))
         + t("equivariance.weights_same" if same else "equivariance.weights_broken")
     )
 

@@ -75,7 +75,7 @@ def notice_points(f: dict, d_k: int, n_keys: int) -> list[str]:
     else:
         near = "saturation.notice.near" if f["far_from"] else "saturation.notice.near_never"
         spread = t(near, d_k=d_k, n=n_keys, far=tables.FAR, **f)
-    median = t(f"saturation.notice.{shape}", **f) + " " + t(f"saturation.notice.{below}", **f)
+    median = t(f"saturation.notice.{shape}", **f) + t(f"saturation.notice.{below}", **f)  # its space in en only
     return [median, spread, t("saturation.notice.temperature", root=d_k**0.5)]
 
 

@@ -217,7 +217,7 @@ def test_the_notices_and_the_claim_cards_quote_the_numbers_of_this_setting(open_
         truth = _recomputed(n, d, shown_permutation(at), seed, precision)
         text = " ".join(m.value for m in at.markdown).replace("\\", "")  # the cards escape Markdown
         if truth["plain"] == 0:
-            assert "The plain error is exactly 0 here" in text
+            assert "The plain error is exactly 0 here" in text and "e+00" not in text + metric(at, ERROR)
         else:
             assert f"The plain error is {truth['plain']:.2e} = " in text
         assert float(metric(at, "max |S − Sᵀ|, separate W_Q, W_K")) == float(f"{truth['separate']:.3g}")
@@ -225,6 +225,7 @@ def test_the_notices_and_the_claim_cards_quote_the_numbers_of_this_setting(open_
         assert f"separate {truth['separate']:.3f}, shared 0" in text  # the card: the page's own tokens
         assert f"max |softmax(QKᵀ) − softmax(KQᵀ)| = {truth['kq']:.3f}" in text
         at.toggle(key="causal").set_value(True).run()
+        assert_clean(at)
         text = " ".join(m.value for m in at.markdown)
         assert "A′ and P A Pᵀ below differ by up to" in text and "match cell by cell" not in text
         at.toggle(key="causal").set_value(False).run()
