@@ -164,14 +164,14 @@ def test_chinese_charts_name_the_variants_and_verdicts_in_chinese(open_page):
 
 def test_a_shared_projection_makes_the_scores_symmetric(open_page):
     at = open_page(PAGE)
-    assert metric(at, "max |S − Sᵀ|, one shared W") == "0"
-    assert float(metric(at, "max |S − Sᵀ|, separate W_Q, W_K")) > 0.1
-    assert float(metric(at, "max |softmax(QKᵀ) − softmax(KQᵀ)|")) > 0.01
+    assert metric(at, "max |S − Sᵀ|, one W") == "0"
+    assert float(metric(at, "max |S − Sᵀ|, W_Q, W_K")) > 0.1
+    assert float(metric(at, "weights, QKᵀ vs KQᵀ")) > 0.01
     text = " ".join(m.value for m in at.markdown)
     assert "✓ right" in text and "✗ wrong" in text and "≈ inexact" in text  # symmetric; equivalent; QKᵀ ≈ KQᵀ
     at.slider(key="n").set_value(3).run()
     assert_clean(at)
-    assert metric(at, "max |S − Sᵀ|, one shared W") == "0"
+    assert metric(at, "max |S − Sᵀ|, one W") == "0"
 
 
 def _recomputed(n: int, d: int, perm: tuple[int, ...], seed: int, precision: str) -> dict:
@@ -220,8 +220,8 @@ def test_the_notices_and_the_claim_cards_quote_the_numbers_of_this_setting(open_
             assert "The plain error is exactly 0 here" in text and "e+00" not in text + metric(at, ERROR)
         else:
             assert f"The plain error is {truth['plain']:.2e} = " in text
-        assert float(metric(at, "max |S − Sᵀ|, separate W_Q, W_K")) == float(f"{truth['separate']:.3g}")
-        assert float(metric(at, "max |softmax(QKᵀ) − softmax(KQᵀ)|")) == float(f"{truth['kq']:.3g}")
+        assert float(metric(at, "max |S − Sᵀ|, W_Q, W_K")) == float(f"{truth['separate']:.3g}")
+        assert float(metric(at, "weights, QKᵀ vs KQᵀ")) == float(f"{truth['kq']:.3g}")
         assert f"separate {truth['separate']:.3f}, shared 0" in text  # the card: the page's own tokens
         assert f"max |softmax(QKᵀ) − softmax(KQᵀ)| = {truth['kq']:.3f}" in text
         at.toggle(key="causal").set_value(True).run()
