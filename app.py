@@ -14,6 +14,7 @@ router.load_modules()  # first: one thread imports every page's modules while th
 import torch  # loaded above already: from here on, imports only name what the router uses
 
 from explorer.ui.frame import lesson_bar, log_run_cpu, page_title, share_panel, sidebar, sidebar_hidden
+from explorer.ui.connection import connection_words
 from explorer.ui.glossary import CURRENT
 from explorer.ui.heavy import settle_allocator
 from explorer.ui.i18n import language, t
@@ -62,6 +63,7 @@ def _pages() -> tuple[dict, dict]:
 
 
 sidebar()  # first: the language it sets titles the navigation
+connection_words()  # Streamlit's "connection error" dialog, said in that language
 navigation, by_page = _pages()
 # expanded: every page one click away (Streamlit folds a menu of more than 12 pages behind "View N more", in English)
 page = st.navigation(navigation, position="top" if sidebar_hidden() else "sidebar", expanded=True)  # never no way on

@@ -131,7 +131,7 @@ def test_naive_entries_over_the_budget_are_listed_as_skipped(open_page):
     submit(at, bench_max_n=1024, bench_d=16, bench_heads=4, bench_block=32, bench_budget_mb=16)
     skipped = table(at, "reason")
     assert list(zip(skipped.method, skipped.n, strict=True)) == [("naive", 1024)]
-    assert skipped.reason.iloc[0].startswith("skipped:") and "budget" in skipped.reason.iloc[0]
+    assert skipped.reason.iloc[0].startswith("over the memory budget of 16 MiB: holds ~3 n × n score copies, ~")
     assert len(at.get("vega_lite_chart")) == 2  # the measured entries are still drawn
 
 
@@ -261,7 +261,7 @@ def test_past_the_time_limit_larger_n_are_skipped_and_reported(open_page, monkey
     submit(at, **TINY, bench_time_limit=5)
     skipped = table(at, "reason")
     assert list(skipped.n) == [256, 512]
-    assert all(reason.startswith("skipped: time limit of 5 s passed") for reason in skipped.reason)
+    assert all(reason.startswith("skipped: the time limit of 5 s had passed") for reason in skipped.reason)
     warning = next(w.value for w in at.warning if "time limit" in w.value)
     assert "5 s per method" in warning and "naive from n = 256 skipped" in warning
     assert len(at.get("vega_lite_chart")) == 2  # n = 128 was measured and is drawn

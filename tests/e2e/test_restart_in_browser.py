@@ -47,13 +47,13 @@ def test_a_value_set_after_a_restart_is_kept(browser):
         assert slider_value(page) == "8"
     with app_on(port):  # the same address: the open tab reconnects by itself
         page.wait_for_function(
-            "() => !document.querySelector('[data-testid=\"stConnectionStatus\"], [role=\"dialog\"]')",
+            '() => !document.querySelector(\'[data-testid="stConnectionStatus"], [role="dialog"]\')',
             timeout=30_000,
         )
         page.wait_for_timeout(1500)  # the reconnection settles before the student moves the slider
         page.locator(SLIDER).first.focus()
         page.keyboard.press("ArrowRight")
-        page.wait_for_function("() => new URL(location.href).searchParams.get('n') === '9'", timeout=20_000)
+        page.wait_for_function("() => new URL(location.href).searchParams.get('n') === '9'", timeout=90_000)
         wait_for_app(page)
         page.wait_for_timeout(1000)  # a value put back would arrive with the run's end
         assert slider_value(page) == "9"
@@ -62,8 +62,9 @@ def test_a_value_set_after_a_restart_is_kept(browser):
 
 
 def test_a_benchmark_cut_short_by_a_restart_says_so_in_the_viewers_language(browser):
-    """The address carries running=benchmark while the benchmark runs; the tab reconnected to the restarted
-    server reruns its page, which says the run did not finish (in Chinese here) instead of its starting view."""
+    """The address carries running=benchmark while the benchmark runs; while the server is away Streamlit's
+    connection dialog is said in Chinese; the tab reconnected to the restarted server reruns its page, which says
+    the run did not finish (in Chinese) instead of showing its starting view."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     page = browser.new_context(viewport={"width": 1400, "height": 2000}).new_page()
@@ -74,6 +75,10 @@ def test_a_benchmark_cut_short_by_a_restart_says_so_in_the_viewers_language(brow
         page.locator('[data-testid="stFormSubmitButton"] button').click()
         page.wait_for_selector('[data-testid="stProgress"]', timeout=60_000)
         page.wait_for_function("() => location.search.includes('running=benchmark')", timeout=30_000)
+    # the server is gone: Streamlit's connection dialog speaks the viewer's language (explorer.ui.connection)
+    page.wait_for_selector('[role="dialog"] h2', timeout=60_000)
+    page.wait_for_function("() => document.querySelector('[role=\"dialog\"] h2').textContent === '页面与服务器断开了'")
+    assert "Are you connected to the internet" not in page.locator('[role="dialog"]').inner_text()
     with app_on(port):
         notice = page.locator('[data-testid="stAlertContentWarning"]', has_text="基准测试没有完成")
         notice.wait_for(timeout=90_000)
