@@ -33,11 +33,13 @@ import streamlit as st
 
 from attn_core.learn import one_thread
 from explorer.tables.learning import TooMuchWork, cost
+from explorer.ui import heavy
 from explorer.ui.frame import friendly_errors, literal
 from explorer.ui.i18n import t
 
 SHELF_SIZE = 8  # finished runs kept for the whole server: a default run is well under a megabyte
 STOPPED = "_training_stopped"  # session flag: the last run was stopped by its button
+AGAIN = "_training_again"  # session flag: the interrupted notice's button asks for the run again
 WATCHING = "_training_watching"  # session: the key of the run it waits for, so that a rerun waits on
 POLL_S = 0.5  # how often a waiting page redraws its place (and notices a click that stops it)
 GRACE_S = 3.0  # a run nobody has looked at for this long has lost its viewers: dropped or stopped
@@ -298,6 +300,18 @@ def stop() -> None:
     st.session_state.pop(WATCHING, None)
 
 
+def again() -> None:
+    """on_click of the interrupted notice's button: train on this run."""
+    st.session_state[AGAIN] = True
+
+
+def interrupted_notice() -> None:
+    """A run under way when the server restarted, or this tab's session was lost, never finished: say so and offer
+    it again (nothing trains by itself)."""
+    st.warning(t("common.training.interrupted"), icon=":material/sync_problem:")
+    st.button(t("common.training.again"), key="training_again", on_click=again, icon=":material/replay:")
+
+
 def was_stopped() -> bool:
     """The previous run of this session was ended by its stop button (asked once: the flag is cleared)."""
     return bool(st.session_state.pop(STOPPED, False))
@@ -361,7 +375,8 @@ def train_in_line(key, run, *, cost, budget_s, complete, stop_key, where=st, rej
     except Full:
         where.warning(t("common.training.full"), icon=":material/hourglass_disabled:")
         return None
-    watch(line, job, joined, stop_key, where)
+    with heavy.announced("training"):  # in the URL while watched: a restart's new session tells the student
+        watch(line, job, joined, stop_key, where)
     if job.error is not None:
         raise job.error
     return job.result
@@ -392,6 +407,9 @@ def trained(
     except ValueError as err:
         st.warning(t("learning.bad_settings") + " " + literal(err), icon=":material/error:")
         st.stop()
+    if heavy.interrupted("training"):
+        interrupted_notice()
+    clicked = clicked or bool(st.session_state.pop(AGAIN, False))
     result = results().get(key)
     kept = st.session_state.get(kept_key)
     if result is None and kept is not None and kept[0] == key:
