@@ -66,7 +66,7 @@ def measure(method, max_n, d, heads, causal, block, budget_mb, time_limit_s, see
     say(done, total, entry) words the bar. The run waits for its turn in the server's line for heavy work
     (explorer.ui.heavy), the bar showing its place.
     """
-    bar = st.progress(0.0, text=say(0, 1, ""))
+    bar = running.progress(0.0, text=say(0, 1, ""))  # under the Run button: in sight on a laptop's screen
 
     def progress(done, total, entry):
         bar.progress(done / total, text=say(done, total, entry))
@@ -346,17 +346,20 @@ with st.container(border=True):
         ):
             st.session_state[WAITING] = False
             st.session_state.pop(UNKEPT, None)  # a new press measures again what the server did not keep
-    m1, m2, m3 = st.columns([5, 2, 4], vertical_alignment="bottom")
+    running = st.container()  # a run's progress and its Cancel button, right under the button that started it
     offered = tables.method_options(DEVICE)
-    methods = controls.multiselect(
+    # Pills on a row of their own: every method's name in sight (a multiselect's box cut its chips, and wrote
+    # Streamlit's "Select all" in English on a Chinese page).
+    methods = controls.pills(
         t("scaling.controls.methods"),
         offered,
         tables.shown_by_default(DEVICE),
         key="bench_methods",
-        where=m1,
+        multi=True,
         format_func=names.get,
         help=t("scaling.controls.methods_help"),
     )
+    m2, m3 = st.columns([2, 4], vertical_alignment="bottom")
     log = controls.toggle(
         t("scaling.controls.log"), True, key="bench_log_axes", where=m2, help=t("scaling.controls.log_help")
     )
@@ -388,7 +391,7 @@ rows = pts = None
 with friendly_errors(t("scaling.sections.benchmark")):
     setting = (max_n, d, heads, causal, block, budget_mb)
     config = tables.live_config(methods, *setting, seed(), DEVICE, time_limit_s)
-    cancel = st.empty()  # shown while the benchmark waits or runs, gone once its rows are in
+    cancel = running.empty()  # shown while the benchmark waits or runs, gone once its rows are in
     cancel.button(t("scaling.queue.cancel"), key="bench_cancel", on_click=stop_benchmark, icon=":material/cancel:")
     try:
         with heavy.announced("benchmark"):  # in the URL while it runs: a restart's new session tells the student

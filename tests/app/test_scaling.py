@@ -108,7 +108,7 @@ def test_every_control_changes_and_the_page_follows(open_page, recorded):
     assert_clean(at)
     assert x_scale(at) == "linear"
 
-    at.multiselect(key="bench_methods").set_value(["naive"]).run()
+    at.button_group(key="bench_methods").set_value(["naive"]).run()
     assert_clean(at)
     assert list(table(at, "memory · live").index) == ["naive"]
 
@@ -151,7 +151,7 @@ def test_naive_memory_grows_with_slope_two_and_tiled_far_slower(open_page):
 
 def test_no_method_chosen_asks_for_one(open_page):
     at = open_page(PAGE, **TINY)
-    at.multiselect(key="bench_methods").set_value([]).run()
+    at.button_group(key="bench_methods").set_value([]).run()
     assert_clean(at)
     assert any("at least one method" in info.value for info in at.info)
 
@@ -167,7 +167,7 @@ def test_recorded_runs_are_listed_labelled_and_drawn_beside_the_live_one(open_pa
     (unreadable,) = [w.value for w in at.warning if "could not be read" in w.value]
     assert unreadable.startswith("broken.csv could not be read")
     # the Triton kernel cannot run on this CPU: not offered, but the recorded GPU run still draws its line
-    assert "triton" not in at.multiselect(key="bench_methods").options
+    assert "triton" not in at.button_group(key="bench_methods").options
     at.selectbox(key="bench_recorded").set_value(recorded["gpu"]).run()
     assert_clean(at)
     slopes = table(at, "memory · recorded")
@@ -196,7 +196,7 @@ def test_a_cpu_server_says_what_the_triton_kernel_is_for_and_shows_its_recorded_
     monkeypatch.setattr(tables, "live_device", lambda: "cpu")  # a CPU-only server, whatever runs the test
     at = open_link(PAGE, {"lang": lang, **{key: str(value) for key, value in TINY.items()}})  # filled in, not run
     assert_clean(at)
-    assert at.multiselect(key="bench_methods").options == [words[f"scaling.methods.{m}"] for m in tables.METHODS[:-1]]
+    assert at.button_group(key="bench_methods").options == [words[f"scaling.methods.{m}"] for m in tables.METHODS[:-1]]
     assert words["scaling.triton_off"].replace("`", "") in [c.value.replace("`", "") for c in at.caption]
     (summary,) = [e for e in at.expander if e.label == words["scaling.gpu.title"]]
     (caption,) = [c.value for c in summary.caption]
@@ -235,7 +235,7 @@ def test_the_form_travels_in_the_url_and_a_link_fills_it_in_without_running(open
     again = open_link(PAGE, link)  # a student opens the copied link
     assert_clean(again)
     assert form_values(again) == FORM
-    assert again.multiselect(key="bench_methods").value == ["naive", "tiled"]
+    assert again.button_group(key="bench_methods").value == ["naive", "tiled"]
     # filled in, not run: no charts and no results until the button is pressed
     assert any("Run benchmark" in info.value for info in again.info)
     assert not again.get("vega_lite_chart") and not again.get("download_button")

@@ -39,3 +39,21 @@ def test_the_chinese_page_has_no_english_from_streamlit(server, page):
     assert "按回车键应用" in shown and "Press" not in shown
     caption = page.locator('[data-testid="stSidebar"] [data-testid="stCaptionContainer"]').last.inner_text()
     assert "线程" in caption and "threads" not in caption
+
+
+def test_a_benchmark_shows_its_progress_in_sight_on_a_laptop_and_offers_no_triton_without_a_gpu(server, browser):
+    context = browser.new_context(viewport={"width": 1366, "height": 768})
+    page = context.new_page()
+    try:
+        page.goto(f"{server}/scaling?bench_max_n=2048&bench_time_limit=5")
+        wait_for_app(page)
+        methods = page.locator('[data-testid="stButtonGroup"]').first.inner_text()
+        assert "SDPA" in methods and "Triton" not in methods  # this machine has no CUDA GPU
+        page.locator('[data-testid="stFormSubmitButton"] button').first.click()
+        bar = page.locator('[data-testid="stProgress"]').first
+        bar.wait_for(state="visible", timeout=30_000)
+        box = bar.bounding_box()
+        assert 0 <= box["y"] and box["y"] + box["height"] <= 768  # on the first screen, under the Run button
+        page.get_by_role("button").filter(has_text="Cancel").first.click()
+    finally:
+        context.close()
