@@ -13,6 +13,7 @@ from explorer.ui.frame import (
     formula,
     friendly_errors,
     header,
+    literal,
     memo,
     notice,
     predict_first,
@@ -30,17 +31,21 @@ claims = table(notes.check_claims, 16)
 
 @shared
 def claims_shown(seed_value: int, verdicts: tuple, files: tuple, text: dict) -> pd.DataFrame:
-    """The claims table as the viewer reads it (their language; the numbers as computed), for the chosen filters."""
+    """The claims table as the viewer reads it (their language, their headers; the numbers as computed), for the
+    chosen filters. Five columns, the place under each claim: six did not fit 1366 px even with wrapped cells.
+    Every cell escaped: st.table reads Markdown, and a formula's * or _ must stay as printed."""
     table = claims(seed_value)
     rows = table[table.verdict.isin(verdicts) & table.files.map(lambda f: any(x in f for x in files))]
+    headers = text["columns"]
+    places = [f"{literal(text['claims'][key])} — *{literal(text['where'][key])}*" for key in rows.key]
+    whys = [fill(text["why"][key], facts) for key, facts in zip(rows.key, rows.facts, strict=True)]
     return pd.DataFrame(
         {
-            "claim": rows.key.map(text["claims"]),
-            "where": rows.key.map(text["where"]),
-            "notes": rows.notes,
-            "computed": rows.computed,
-            "verdict": rows.verdict.map(text["verdicts"]),
-            "why": [fill(text["why"][key], facts) for key, facts in zip(rows.key, rows.facts, strict=True)],
+            headers["claim"]: places,
+            headers["notes"]: rows.notes.map(literal).to_list(),
+            headers["computed"]: rows.computed.map(literal).to_list(),
+            headers["verdict"]: [literal(text["verdicts"][v]).replace(" ", "\u00a0") for v in rows.verdict],  # one line
+            headers["why"]: [literal(why) for why in whys],
         }
     )
 
@@ -236,6 +241,7 @@ if steps is not None:
 
 st.subheader(t("worked_example.check"), anchor="check")
 st.markdown(t("worked_example.check_lede"))
+st.caption(notes_about())  # before the table: a student has no notes, and the table quotes them
 with friendly_errors(t("worked_example.sections.claims")):
     table = claims(seed())
     verdict_names = td("notes.verdicts")
@@ -262,22 +268,8 @@ with friendly_errors(t("worked_example.sections.claims")):
         format_func=lambda code: t(f"notes.short.{code}"),
         help=t("worked_example.controls.files_help"),
     )
-    text = {part: td(f"notes.{part}") for part in ("claims", "why", "verdicts")} | {"where": readable_places()}
-    shown_table = claims_shown(seed(), tuple(chosen or ()), tuple(files or ()), text)
-    headers = td("notes.columns")
-    st.dataframe(  # the verdict column's marks (✗ ≈ ✓) say it: no per-row tint, which Streamlit restyles every run
-        shown_table,
-        hide_index=True,
-        width="stretch",
-        height=min(35 * (len(shown_table) + 1) + 3, 900),
-        column_config={
-            "claim": st.column_config.TextColumn(headers["claim"], width="medium"),
-            "where": st.column_config.TextColumn(headers["where"]),
-            "notes": st.column_config.TextColumn(headers["notes"]),
-            "computed": st.column_config.TextColumn(headers["computed"], width="medium"),
-            "verdict": st.column_config.TextColumn(headers["verdict"], width="small"),
-            "why": st.column_config.TextColumn(headers["why"], width="large"),
-        },
-    )
+    text = {part: td(f"notes.{part}") for part in ("claims", "why", "verdicts", "columns")}
+    shown_table = claims_shown(seed(), tuple(chosen or ()), tuple(files or ()), text | {"where": readable_places()})
+    # a static table: its cells wrap, so every word can be read at 1366 px and on a projector (a data grid cuts them)
+    st.table(shown_table, hide_index=True)
     st.caption(t("worked_example.samples", n=notes.SAMPLES, seed=seed()))
-    st.caption(notes_about())

@@ -10,13 +10,30 @@ from explorer.ui.i18n import catalog
 PAGE = "views/worked_example.py"
 
 
+def _unescape(text: str) -> str:
+    return re.sub(r"\\(.)", r"\1", text).replace("\u00a0", " ")
+
+
+def _claims_table(at, lang: str = "en"):
+    """The claims table as the page shows it, back in plain text with its cells' internal names."""
+    headers = {v: k for k, v in td_lang(lang, "columns").items()}
+    shown = next(tb.value for tb in at.table if td_lang(lang, "columns")["verdict"] in tb.value.columns)
+    plain = shown.rename(columns=headers).map(_unescape)
+    parts = plain["claim"].str.extract(r"^(?P<claim>.*) — \*(?P<where>.*)\*$")
+    return plain.assign(claim=parts["claim"], where=parts["where"])
+
+
 def _claims(at):
-    return next(df.value for df in at.dataframe if "verdict" in df.value.columns).set_index("claim")
+    return _claims_table(at).set_index("claim")
+
+
+def td_lang(lang: str, table: str) -> dict[str, str]:
+    start = f"notes.{table}."
+    return {k[len(start) :]: v for k, v in catalog(lang).items() if k.startswith(start)}
 
 
 def td_en(table: str) -> dict[str, str]:
-    start = f"notes.{table}."
-    return {k[len(start) :]: v for k, v in catalog("en").items() if k.startswith(start)}
+    return td_lang("en", table)
 
 
 CLAIM_8_2_1 = td_en("claims")["softmax_8_2_1"]
@@ -208,7 +225,7 @@ def test_the_claims_are_described_in_the_viewers_language():
     assert set(td_en("claims")) == {c.key for c in notes.CLAIMS}
     at = open_link(PAGE, {"lang": "zh"})
     assert_clean(at)
-    table = next(df.value for df in at.dataframe if "verdict" in df.value.columns)
+    table = _claims_table(at, "zh")
     assert "在 d_k = 64 实测" in " ".join(table.claim)
     assert set(table.verdict) == {"✓ 正确", "≈ 不精确", "✗ 错误"}
     wrong = (notes.check_claims(0).verdict == "wrong").sum()
