@@ -121,7 +121,8 @@ with right:
     m1.metric("d_model", d_model)
     m2.metric(t("multihead.metrics.heads"), heads)
     m3.metric("d_k = d_model / h", d_model // heads)
-    notice(tl("multihead.notice"))
+    first = t("multihead.one_head" if heads == 1 else "multihead.heads_differ")  # one head draws one map
+    notice([first, *tl("multihead.notice")])
 
 
 with left, friendly_errors(t("multihead.sections.maps")):

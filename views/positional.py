@@ -62,7 +62,8 @@ with right:
     formula(r"PE_{(pos,\,2i)} = \sin(pos\,\omega_i)")
     formula(r"PE_{(pos,\,2i+1)} = \cos(pos\,\omega_i)")
     formula(r"\omega_i = \mathrm{base}^{-2i/d_{\mathrm{model}}}", t("positional.frequency_caption"))
-    notice(tl("positional.notice"))
+    fastest, slowest = tables.periods(d_model, base)  # the clock line quotes this setting's periods
+    notice([t("positional.clock", fast=fastest, slow=slowest, n=n), *tl("positional.notice")])
 
 st.subheader(t("positional.sections.dots"), anchor="dots")
 g1, g2, g3 = st.columns([2, 3, 2])

@@ -40,6 +40,12 @@ def encoding_table(n: int, d_model: int, base: float) -> pd.DataFrame:
     return _cells(pe[positions], "position", "dimension", "value", rows=positions)
 
 
+def periods(d_model: int, base: float) -> tuple[float, float]:
+    """The periods, in positions, of the fastest and the slowest pair of dimensions: 2 pi / omega."""
+    omega = frequencies(d_model, base=base)
+    return float(2 * math.pi / omega.max()), float(2 * math.pi / omega.min())
+
+
 def gram_by_offset(n: int, d_model: int, base: float) -> tuple[pd.DataFrame, pd.DataFrame, float]:
     """All n^2 dot products p_i . p_j grouped by offset i - j.
 

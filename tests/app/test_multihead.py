@@ -130,3 +130,15 @@ def test_a_link_with_heads_that_do_not_divide_d_model_falls_back_to_the_default(
     assert at.radio(key="mh_heads").value == 4
     assert at.query_params["mh_heads"] == "4"  # the address now shows what the page shows
     assert any("mh_heads" in toast.value for toast in at.toast)
+
+
+def test_one_head_is_not_said_to_draw_different_maps(open_page):
+    """Audit (issue 25): 'the heads still draw different maps' showed beside h = 1, which draws one map."""
+    at = open_page(PAGE)
+    at.radio(key="mh_heads").set_value(1).run()
+    assert_clean(at)
+    text = " ".join(m.value for m in at.markdown)
+    assert "the heads still draw different maps" not in text and "With one head there is one map" in text
+    at.radio(key="mh_heads").set_value(2).run()
+    text = " ".join(m.value for m in at.markdown)
+    assert "the heads still draw different maps" in text and "With one head" not in text

@@ -1,7 +1,10 @@
 import math
+import random
 import re
 
 from app_helpers import assert_clean, metric, open_link
+
+from attn_core.positional import frequencies
 
 PAGE = "views/positional.py"
 
@@ -129,3 +132,24 @@ def test_the_aliasing_formula_is_one_step_a_line_so_no_column_cuts_it_off(open_p
     latex = next(x.value for x in at.latex if "lcm" in x.value)
     lines = latex.split(r"\\")
     assert len(lines) == 3 and r"\iff" in lines[1] and r"\operatorname{lcm}" in lines[2]
+
+
+def test_the_clock_line_quotes_the_periods_of_this_setting(open_page):
+    """Audit (issue 25): 'the last ones barely move' was false at d_model 4, base 100: the last pair's period is
+    2π·10 ≈ 63 positions, and n goes to 128. The line now quotes both periods, recomputed from attn_core."""
+    rng = random.Random(25)
+    settings = [(128, 4, 100)] + [
+        (8 * rng.randint(1, 16), rng.choice([4, 8, 16, 32, 64, 128]), rng.choice([100, 1000, 10000])) for _ in range(2)
+    ]
+    at = open_page(PAGE)
+    for n, d_model, base in settings:
+        at.slider(key="pe_n").set_value(n)
+        at.select_slider(key="pe_d_model").set_value(d_model)
+        at.select_slider(key="pe_base").set_value(base).run()
+        assert_clean(at)
+        omega = frequencies(d_model, base=float(base))
+        slow = 2 * math.pi / float(omega.min())
+        text = " ".join(m.value for m in at.markdown)
+        assert "barely move" not in text
+        assert f"period 2π = {2 * math.pi / float(omega.max()):.1f} positions" in text
+        assert f"slowest (period {slow:,.0f} positions, against the n = {n} positions shown)" in text
