@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import torch
 
 from attn_core._checks import (
+    _NORM_CHUNK_ELEMENTS,
     check_finite,
     check_int,
     check_logit_range,
@@ -75,25 +76,38 @@ def _normalise(acc: torch.Tensor, row_sum: torch.Tensor) -> torch.Tensor:
     return acc / safe.unsqueeze(-1)
 
 
-def tiled_working_bytes(batch: int, n_q: int, n_k: int, d_k: int, d_v: int, dtype: torch.dtype, block_q, block_k):
+def tiled_working_bytes(
+    batch: int,
+    n_q: int,
+    n_k: int,
+    d_k: int,
+    d_v: int,
+    dtype: torch.dtype,
+    block_q,
+    block_k,
+    *,
+    masked: bool = True,
+    causal: bool = True,
+):
     """Bytes tiled_attention allocates beyond q, k, v and a mask without a gradient, for inputs of one batch
     shape (an upper bound, checked by tests). batch: the product of the leading dims.
 
     Per batch entry: the output (n x d; for half inputs also fp32 copies of q, k, v and the output's cast
-    back), one block_q x block_k logits tile, a block_q x d_v accumulator and four
-    rows of state, and the
-    bool tiles a mask or the causal diagonal needs. Before all that, and freed before it starts, the
-    check of the logits' range holds a float64 copy of q or k and its row norms.
+    back), one block_q x block_k logits tile, a block_q x d_v accumulator and four rows of state, and the
+    bool tiles a mask (masked) or the causal diagonal (causal) needs: both counted unless told there are none.
+    Before all that, and freed before it starts, the check of the logits' range holds q or k in float64 a
+    slice of at most _NORM_CHUNK_ELEMENTS at a time, and its row norms.
     """
     f, io = softmax_dtype(dtype).itemsize, dtype.itemsize
     bq, bk = min(block_q, n_q), min(block_k, n_k)
     half = f != io
     rows = n_q * d_v * (f + (io if half else 0))  # the output (and its cast back)
     casts = (n_q * d_k + n_k * (d_k + d_v)) * f if half else 0  # fp32 copies of q, k, v
-    tile = bq * (bk + d_v + 4) * f + bq * bk  # + the negated mask tile
+    tile = bq * (bk + d_v + 4) * f + (bq * bk if masked else 0)  # + the negated mask tile
     n = max(n_q, n_k)
-    check = n * d_k * (8 if io < 8 else 0) + n * 8
-    return batch * max(check, rows + casts + tile) + bq * bk  # + the causal diagonal's tile
+    sliced = min(batch * n * d_k, max(_NORM_CHUNK_ELEMENTS, batch * d_k))  # a slice holds at least one row
+    check = sliced * (8 if io < 8 else 0) + batch * n * 8
+    return max(check, batch * (rows + casts + tile)) + (bq * bk if causal else 0)  # + the causal diagonal's tile
 
 
 def default_blocks(n_q: int, n_k: int, device="cpu", causal: bool = False) -> tuple[int, int]:

@@ -247,7 +247,9 @@ def tiled_model_bytes(rows: pd.DataFrame) -> np.ndarray:
         if r.method == "tiled" and not any(pd.isna(v) for v in sizes) and str(r.dtype) in DTYPES:
             b = int(r.batch) * int(r.heads)
             n, d = int(r.n), int(r.d)
-            out[i] = tiled_working_bytes(b, n, n, d, d, DTYPES[str(r.dtype)], int(r.block_q), int(r.block_k))
+            causal = bool(getattr(r, "causal", True))  # the live rows carry no mask: no mask tiles
+            tiles = int(r.block_q), int(r.block_k)
+            out[i] = tiled_working_bytes(b, n, n, d, d, DTYPES[str(r.dtype)], *tiles, masked=False, causal=causal)
     return out
 
 
@@ -778,7 +780,7 @@ def tiled_growth(d: int, heads: int, block, n: int = 512) -> float:
 
     def need(m: int) -> int:
         bq, bk = default_blocks(m, m) if block == AUTO else (block, block)
-        return tiled_working_bytes(heads, m, m, d, d, torch.float32, bq, bk)
+        return tiled_working_bytes(heads, m, m, d, d, torch.float32, bq, bk, masked=False, causal=False)
 
     return need(2 * n) / need(n)
 
