@@ -23,6 +23,11 @@ PARITY_D = [2, 4, 8, 16, 32, 64, 128]
 HIDDEN = [4, 8, 16, 32, 64, 128]
 
 
+def sci(x: float) -> str:
+    """A residual in exponent form, an exact 0 as 0 (0.0e+00 reads like a rounded small number)."""
+    return "0" if x == 0 else f"{x:.1e}"
+
+
 # Each view caches its table and its finished chart spec by plain parameters (the chart's strings
 # included, so each language has its own entry), so a rerun redraws only the view whose control moved.
 @shared
@@ -142,7 +147,7 @@ def hull_and_weights() -> None:
         w_col.dataframe(weights, width="stretch")
         d_col.metric(
             t("geometry.metrics.max_diff"),
-            f"{max(summary['max_abs_diff_output'], summary['max_abs_diff_weights']):.1e}",
+            sci(max(summary["max_abs_diff_output"], summary["max_abs_diff_weights"])),
             help=t("geometry.metrics.max_diff_help"),
         )
 
@@ -201,8 +206,8 @@ def parity() -> None:
         )
         chart(spec, pairs, "parity_scatter")
         o1, o2 = st.columns(2)
-        o1.metric(t("geometry.metrics.odd"), f"{parity['additive']['odd']:.1e}", help="max |e(−q,−k) + e(q,k)|")
-        o2.metric(t("geometry.metrics.even"), f"{parity['dot product']['even']:.1e}", help="max |s(−q,−k) − s(q,k)|")
+        o1.metric(t("geometry.metrics.odd"), sci(parity["additive"]["odd"]), help="max |e(−q,−k) + e(q,k)|")
+        o2.metric(t("geometry.metrics.even"), sci(parity["dot product"]["even"]), help="max |s(−q,−k) − s(q,k)|")
     with right:
         formula(r"e(q,k)=w^\top\tanh(W_q q+W_k k)", t("geometry.captions.additive"))
         formula(r"e(-q,-k)=-e(q,k)", t("geometry.captions.odd"))

@@ -83,3 +83,12 @@ def test_cosine_variance_follows_d_and_the_seed(open_page):
     assert_clean(at)
     after = (metric(at, "measured Var cos θ"), metric(at, "largest weight"))
     assert after[0] != before[0] and after[1] != before[1]
+
+
+def test_an_exact_zero_residual_reads_as_0(open_page):
+    """Audit (issue 25): exact zeros printed as 0.0e+00, which reads like a rounded small number."""
+    at = open_page(PAGE)
+    assert_clean(at)
+    for label in ("max |difference|", "additive: odd residual", "dot product: even residual"):
+        value = metric(at, label)
+        assert "e+00" not in value and (value == "0") == (float(value) == 0)
