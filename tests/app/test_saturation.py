@@ -180,6 +180,7 @@ def test_the_notices_say_what_the_sweep_shows_at_every_n_and_d_k(open_page):
                 median[d, series], mean[d, series] = float(per_row.quantile(0.5)), float(per_row.mean())
         text = " ".join(m.value for m in at.markdown)
         assert "collapses" not in text and "The mean stays far above" not in text
+        assert "smaller gradient" not in " ".join(h.value for h in at.subheader)  # it rises first at large n
         unscaled = [median[d, "unscaled"] for d in tables.D_K_SWEEP]
         peak = max(unscaled)
         if peak > unscaled[0]:
