@@ -237,12 +237,12 @@ with left:
             start = untrained_run(*settings)
             snap = start.snapshots[0]
             shown = tables.map_stats(tables.snapshot_weights(start, 0))
-            m1, m2, m3 = st.columns(3)
-            m1.metric(metric_names["heldout_accuracy"], f"{snap.heldout_accuracy:.1%}")
-            m2.metric(
-                metric_names["best_alignment_mass"], f"{snap.best_alignment_mass:.2f}", help=t("learning.mass_help")
-            )
-            m3.metric(t("learning.metrics.entropy"), f"{shown['entropy']:.2f}", help=t("learning.entropy_help"))
+            row = st.container(horizontal=True, gap="medium")  # labels whole: three columns cut the third
+            row.metric(metric_names["heldout_accuracy"], f"{snap.heldout_accuracy:.1%}", width="content")
+            mass = f"{snap.best_alignment_mass:.2f}"
+            row.metric(metric_names["best_alignment_mass"], mass, help=t("learning.mass_help"), width="content")
+            entropy = f"{shown['entropy']:.2f}"
+            row.metric(t("learning.metrics.entropy"), entropy, help=t("learning.entropy_help"), width="content")
             attention_maps(start, 0, ("untrained", *settings))
     else:
         f = result.final

@@ -96,7 +96,7 @@ def test_the_untrained_view_says_what_its_numbers_show(params):
     np.testing.assert_allclose(got, example, atol=1e-6)
     p = np.clip(got, 1e-300, None)
     entropy = float((-(got * np.log(p)).sum(-1)).mean())
-    label = "entropy of this map (nats)" if params["lang"] == "en" else "这张图的熵（奈特）"
+    label = "cross-attention 1 entropy (nats)" if params["lang"] == "en" else "交叉注意力 1 的熵（奈特）"
     assert float(metric(at, label)) == pytest.approx(entropy, abs=0.005 + 1e-9)
 
 
@@ -106,7 +106,7 @@ def test_unscaled_at_256_the_map_shows_the_one_hot_rows_its_entropy_reports():
     at = open_link(PAGE, params)
     cells = chart_cells(at, "Cross-attention 1")
     rows = cells[cells.panel == "1"].groupby("query").weight.max()
-    assert float(metric(at, "entropy of this map (nats)")) < 0.2 and rows.mean() > 0.9
+    assert float(metric(at, "cross-attention 1 entropy (nats)")) < 0.2 and rows.mean() > 0.9
     assert any("one held-out sequence" in c.value for c in at.caption)
 
 
