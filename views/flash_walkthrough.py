@@ -29,6 +29,14 @@ tile_grid = table(tables.tile_grid, 128)
 hbm_sweep = table(tables.hbm_sweep, 32)
 
 
+def elements(count: int) -> str:
+    """A count of elements in 3 significant digits with k, M or G: '17,180.0 M' did not fit a metric at 1366 px."""
+    for unit, size in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if count >= size:
+            return f"{count / size:.3g} {unit}"
+    return f"{count:,}"
+
+
 def _fmt(m: float) -> str:
     return "−∞" if m == float("-inf") else f"{m:.3f}"
 
@@ -228,7 +236,7 @@ def hbm_part(n: int, d: int, block_q: int, block_k: int, causal: bool) -> None:
         for where, algo, total in ((m1, "naive", naive), (m2, "tiled", tiled)):
             where.metric(
                 t(f"flash_walkthrough.metrics.{algo}"),
-                f"{total / 1e6:,.1f} M",
+                elements(total),
                 help=t(
                     "flash_walkthrough.metrics.traffic_help",
                     reads=traffic[f"{algo}_reads"],
