@@ -181,7 +181,7 @@ with friendly_errors(t("learning_scale.sections.training")):
             st.warning(f"**{names[name]}**: " + stopped_text, icon=":material/timer_off:")
     run_id = (*key, both.scaled.final.step, both.unscaled.final.step)  # a run cut short differs from a full one
     df, summary = run_frames(both, run_id)
-    st.success(verdict(summary), icon=":material/insights:")
+    st.info(verdict(summary), icon=":material/insights:")  # two runs' facts, not a success: neither may learn
     panels = [
         ("train_loss", False, "loss"),
         ("heldout_accuracy", False, "accuracy"),
