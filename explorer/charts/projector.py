@@ -65,10 +65,10 @@ def projected(spec: dict) -> dict:
     if spec.get("usermeta", {}).get(PROJECTED):
         return spec
     factor = _factor(spec)
-    body = _grow(spec, factor)
+    body = fitted(_grow(spec, factor), TITLE_FONT)  # a wide chart's title on one or two lines, not four
     width = spec.get("width")
     room = max(TITLE_WIDTH, width * factor) if isinstance(width, int | float) else TITLE_WIDTH
-    body = _wrap_titles(body, room)
+    body = _wrap_titles(body, room)  # the titles fitted() cannot place by the chart's width
     config = dict(spec.get("config", {}))
     for part, settings in PROJECTOR_CHART.items():
         config[part] = {**config.get(part, {}), **settings}
@@ -151,23 +151,23 @@ def _wrap_title(title, room: float, font: float = TITLE_FONT):
 # Rooms (px of the plot's width) a chart's title is laid out for on a plain screen, where the server does not know
 # how wide the chart's column will be: the title is broken into lines for each, and Vega picks the widest room that
 # the chart's `width` holds (the plot's width: the title has at least that).
-ROOMS = (120, 180, 240, 320, 420, 540, 700, 900)
+ROOMS = (120, 180, 240, 320, 420, 540, 700, 900, 1200)
 SCREEN_TITLE_FONT = 16  # px: Streamlit's theme for a chart's title
 
 
-def fitted(spec: dict) -> dict:
+def fitted(spec: dict, font: float = SCREEN_TITLE_FONT) -> dict:
     """`spec` whose title breaks into lines to fit the chart's width instead of ending in "…" (Vega shortens a
-    title to the plot's width). Only a single or layered view's own title: a concatenation has no `width` to
-    read. A new dict; `spec` is left as it is."""
+    title to the plot's width) or taking four lines of a wide chart on a projector. Only a single or layered
+    view's own title: a concatenation has no `width` to read. A new dict; `spec` is left as it is."""
     title = spec.get("title")
     text = title.get("text") if isinstance(title, dict) else title
     if not isinstance(text, str) or any(k in spec for k in _VIEW_KEYS[2:]):
         return spec
-    if len(wrap(text, ROOMS[0] / SCREEN_TITLE_FONT)) == 1:  # fits the narrowest room on one line
+    if len(wrap(text, ROOMS[0] / font)) == 1:  # fits the narrowest room on one line
         return spec
-    expr = json.dumps(wrap(text, ROOMS[0] / SCREEN_TITLE_FONT), ensure_ascii=False)
+    expr = json.dumps(wrap(text, ROOMS[0] / font), ensure_ascii=False)
     for room in ROOMS[1:]:
-        expr = f"width >= {room} ? {json.dumps(wrap(text, room / SCREEN_TITLE_FONT), ensure_ascii=False)} : ({expr})"
+        expr = f"width >= {room} ? {json.dumps(wrap(text, room / font), ensure_ascii=False)} : ({expr})"
     titled = {**title} if isinstance(title, dict) else {}
     return {**spec, "title": {**titled, "text": {"expr": expr}, "limit": 0}}
 

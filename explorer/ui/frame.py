@@ -37,15 +37,17 @@ DEFAULT_SEED = 0
 SHARE_OPEN, TEACHER_OPEN = "share_open", "teacher_open"  # whether the sidebar's link panels are open
 BROWSER = "browser"  # the teacher's language choice that leaves the language to each student's browser
 
-# Projector mode: larger type, thicker marks, black on white. Streamlit sizes its text in rem, so the
-# root font size scales the whole page; captions lose their grey. Nothing may be cut off: the page's side margins
+# Projector mode: larger type, thicker marks, black on white, the sidebar folded and less room above the title, so
+# that a chart reaches the first screen. Streamlit sizes its text in rem, so the root font size scales the whole
+# page; captions lose their grey. Nothing may be cut off: the page's side margins
 # shrink, metric labels, deltas and the navigation wrap, a metric's value and a formula shrink to their column
 # (container units), and a chart wider than its column is scaled down to it (charts grow: explorer.charts.projector).
 PROJECTOR_CSS = """<style>
 html { font-size: 21px; }
 .stApp, .stApp p, .stApp li, .stApp label, .stApp h1, .stApp h2, .stApp h3 { color: #000 !important; }
 [data-testid="stCaptionContainer"], [data-testid="stCaptionContainer"] * { color: #111 !important; }
-[data-testid="stMainBlockContainer"] { padding-left: 1.5rem !important; padding-right: 1.5rem !important; }
+[data-testid="stMainBlockContainer"] { padding: 3.5rem 1.5rem 3rem !important; }
+.stApp h1 { font-size: 2.1rem !important; padding-top: 0 !important; }
 [data-testid="stMetricLabel"] *, [data-testid="stMetricDelta"], [data-testid="stMetricDelta"] *,
 [data-testid="stSidebarNavLink"] *, [data-testid="stNavSectionHeader"], [data-testid="stNavSectionHeader"] * {
   white-space: normal !important; overflow: visible !important; text-overflow: clip !important;
@@ -514,6 +516,7 @@ def sidebar() -> None:
     st.html(PAGE_CSS + ENTER_CSS.replace("TEXT", t("common.frame.enter_to_apply")))
     if projector():
         st.html(PROJECTOR_CSS)
+        st.set_page_config(initial_sidebar_state="collapsed")  # the chart is the point: the page's whole width
     if sidebar_hidden():
         st.html(HIDE_SIDEBAR_CSS)
 

@@ -57,3 +57,22 @@ def test_a_benchmark_shows_its_progress_in_sight_on_a_laptop_and_offers_no_trito
         page.get_by_role("button").filter(has_text="Cancel").first.click()
     finally:
         context.close()
+
+
+def test_on_a_projector_the_chart_reaches_the_first_screen(server, browser):
+    """1920x1080 in projector mode: the sidebar folds, a chart starts on the first screen, its title on at most two
+    lines (it took four: titles were broken for a third of the page whatever the chart's width)."""
+    context = browser.new_context(viewport={"width": 1920, "height": 1080})
+    page = context.new_page()
+    try:
+        page.goto(f"{server}/sqrt_dk?projector=true")
+        wait_for_app(page)
+        assert page.locator('[data-testid="stSidebar"]').bounding_box()["width"] < 50
+        chart = page.locator('[data-testid="stVegaLiteChart"]').first
+        chart.locator("svg.marks, canvas.marks").first.wait_for()
+        box = chart.bounding_box()
+        assert box["y"] + 150 < 1080 and box["width"] > 0.5 * 1920
+        title = chart.locator("svg.marks .role-title-text text").first
+        assert title.count() and title.locator("tspan").count() <= 2  # a title of several lines: one tspan each
+    finally:
+        context.close()
