@@ -455,7 +455,8 @@ def _three_sqrt(seed: int) -> Result:
     scaled, _ = share_within(scores / math.sqrt(d_k), 3.0)  # the scaled one within 3: the same pairs
     exact = score_mass(d_k, 3 * math.sqrt(d_k))
     facts = {"raw": raw, "scaled": scaled, "d_k": d_k, "bound": 3 * math.sqrt(d_k), "exact": exact, "stated": None}
-    computed = f"d_k = 64: |q·k| ≤ 24: {100 * raw:.2f}%; |q·k/8| ≤ 3: {100 * scaled:.2f}%"
+    # the exact share, as the within_24 row shows it (one value per quantity); the sample beside it
+    computed = f"d_k = 64: |q·k| ≤ 24, i.e. |q·k/8| ≤ 3: {100 * exact:.2f}% (sampled {100 * raw:.2f}%)"
     verdict = _range_verdict(None, 0, exact, raw, stderr)  # printed without a share, like every range
     return Result("q·k/√d_k ∈ [−3√d_k, 3√d_k]", computed, verdict, facts)
 

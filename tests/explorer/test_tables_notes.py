@@ -211,3 +211,10 @@ def test_masking_padding_rescales_the_kept_weights_and_keeps_their_ratios(table)
     row = table.loc["renormalise"]
     assert row.verdict == "inexact" and row.facts["factor"] == pytest.approx(1.518, abs=1e-3)
     assert row.facts["ratio_spread"] < 1e-12
+
+
+def test_one_share_for_one_range_of_q_dot_k(table):
+    """|q·k| ≤ 24 at d_k = 64 is |q·k/8| ≤ 3: three rows state that share, and they state one value."""
+    share = f"{100 * table.loc['within_24'].facts['exact']:.2f}%"
+    assert share in table.loc["within_24"].computed and share in table.loc["within_3_scaled"].computed
+    assert share in table.loc["three_sqrt"].computed.split("(")[0]  # the exact share first, the sample after
