@@ -892,8 +892,8 @@ def fresh_report(args, runs: list[FreshRun], command: str) -> tuple[str, bool]:
         f"{args.think[0]:g}–{args.think[1]:g} s ({args.changes} changes each, a page switch with probability "
         f"{args.switch_share:g})"
         + ("; a headless Chromium opens the home page at the same time" if not args.no_browser else ""),
-        "- change → rerun: from sending the change to `script_finished` (tools/ws_client.py); times below are "
-        "seconds after the server process was started",
+        "- change → rerun (p50/p95/max): from sending the change to `script_finished` (tools/ws_client.py); the "
+        "columns healthy, browser page, first and last ws page are seconds after the server process was started",
         "",
         "| goal | met | measured |",
         "| --- | --- | --- |",
