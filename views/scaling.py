@@ -74,7 +74,9 @@ def measure(method, max_n, d, heads, causal, block, budget_mb, time_limit_s, see
     def waiting(ahead):
         bar.progress(0.0, text=t("scaling.queue.waiting", ahead=ahead))
 
-    with heavy.heavy_slot(waiting):
+    # said in the URL while it waits and runs (a restart's new session tells the student), only when it measures:
+    # a rerun served from the store changes no address
+    with heavy.announced("benchmark"), heavy.heavy_slot(waiting):
         rows = tables.run_method(
             method,
             max_n,
@@ -394,8 +396,7 @@ with friendly_errors(t("scaling.sections.benchmark")):
     cancel = running.empty()  # shown while the benchmark waits or runs, gone once its rows are in
     cancel.button(t("scaling.queue.cancel"), key="bench_cancel", on_click=stop_benchmark, icon=":material/cancel:")
     try:
-        with heavy.announced("benchmark"):  # in the URL while it runs: a restart's new session tells the student
-            parts = [measured(m, *setting, time_limit_s, seed(), DEVICE, progress_text(m)) for m in methods]
+        parts = [measured(m, *setting, time_limit_s, seed(), DEVICE, progress_text(m)) for m in methods]
         rows = known(pd.concat(parts, ignore_index=True), "scaling.rows", *parts)
     except heavy.Full:  # the server's line is full: say so, show the recorded runs, keep the page working
         cancel.empty()

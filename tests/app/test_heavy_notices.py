@@ -114,3 +114,15 @@ def test_a_server_whose_memory_will_not_fall_says_so_in_chinese_not_run_again_la
     (warning,) = [w.value for w in at.warning if w.value.startswith(never)]
     assert "600" in warning and "560" in warning and "再运行一次也不会改变" in warning
     assert not [w for w in at.warning if "等其他繁重任务结束后" in w.value]
+
+
+def test_a_rerun_served_from_the_store_leaves_the_address_alone(monkeypatch):
+    """Only a benchmark that measures marks the address: a warm rerun (the axes flipped) sends no URL change."""
+    at = open_link(SCALING, {**TINY_BENCH, "seed": "5159"})
+    at.button(key="bench_run").click().run()
+    marked = []
+    mark = heavy.announced
+    monkeypatch.setattr(heavy, "announced", lambda kind: (marked.append(kind), mark(kind))[1])
+    at.toggle(key="bench_log_axes").set_value(False).run()
+    assert_clean(at)
+    assert marked == [] and len(at.get("vega_lite_chart")) == 2
