@@ -218,7 +218,13 @@ with left, friendly_errors(t("masks.errors.mask")):
     m1, m2, m3 = st.columns(3)
     m1.metric(t("masks.metrics.hidden"), f"{stats['hidden_share']:.0%}", help=t("masks.metrics.hidden_help"))
     m2.metric(t("masks.metrics.padding"), f"{stats['padding_share']:.0%}", help=t("masks.metrics.padding_help"))
-    m3.metric(t("masks.metrics.fully_masked"), ", ".join(map(str, stats["fully_masked"])) or t("masks.metrics.none"))
+    m3.metric(
+        t("masks.metrics.fully_masked"),
+        ", ".join(map(str, stats["fully_masked"])) or t("masks.metrics.none"),
+        help=t(
+            "masks.metrics.fully_masked_help", b=spec[-1]
+        ),  # the shown sequence's, where the first two are the batch's
+    )
 
 with friendly_errors(t("masks.errors.scores")):
     grid, _ = scores_and_weights(*spec, seed())

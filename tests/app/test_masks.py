@@ -28,7 +28,7 @@ def test_renders_at_defaults_with_formula_charts_and_a_fully_masked_row(open_pag
     assert at.expander  # the predict-first answer is folded away
     # lengths (6, 2), window 3, sequence 1: queries 4 and 5 see only padding
     assert metric(at, "fully masked rows") == "4, 5"
-    assert metric(at, "hidden scores") == "71%"  # 51 of 72 cells, counted in tests/core
+    assert metric(at, "hidden scores, batch") == "71%"  # 51 of 72 cells, counted in tests/core
 
 
 def test_fill_value_decides_what_a_fully_masked_row_gets(open_page):
@@ -81,17 +81,17 @@ def test_every_mask_part_and_control_changes_the_mask(open_page):
     assert any("No query row of any sequence is fully masked" in i.value for i in at.info)
     assert metric(at, PLAIN) == "no such row"
     # causal hides 15 of sequence 0's 36 cells; sequence 1 (length 2) keeps 1 + 5 * 2 = 11: 40 of 72 hidden
-    assert metric(at, "hidden scores") == f"{40 / 72:.0%}"
+    assert metric(at, "hidden scores, batch") == f"{40 / 72:.0%}"
     at.pills(key="mask_parts").set_value(["block causal"]).run()
     at.slider(key="mask_block").set_value(3).run()
     assert_clean(at)
-    assert metric(at, "hidden scores") == "25%"  # blocks {0,1,2}, {3,4,5}: 9 of 36 cells hidden
+    assert metric(at, "hidden scores, batch") == "25%"  # blocks {0,1,2}, {3,4,5}: 9 of 36 cells hidden
     at.pills(key="mask_parts").set_value(["sliding window"]).run()
     at.slider(key="mask_window").set_value(1).run()
-    assert metric(at, "hidden scores") == f"{30 / 36:.0%}"  # only the diagonal is visible
+    assert metric(at, "hidden scores, batch") == f"{30 / 36:.0%}"  # only the diagonal is visible
     at.pills(key="mask_parts").set_value([]).run()
     assert_clean(at)
-    assert metric(at, "hidden scores") == "0%"
+    assert metric(at, "hidden scores, batch") == "0%"
 
 
 def test_custom_grid_is_anded_in(open_page):
@@ -100,7 +100,7 @@ def test_custom_grid_is_anded_in(open_page):
     assert_clean(at)
     assert at.data_editor(key="custom_grid_6") is not None
     assert any(e.label.startswith("Custom grid") for e in at.main.expander)
-    assert metric(at, "hidden scores") == "0%"  # all ticked to start
+    assert metric(at, "hidden scores, batch") == "0%"  # all ticked to start
     # untick the whole of row 5 and one cell of row 0 (the editor's edit state, as the browser sends it)
     at.session_state["custom_grid_6"] = {
         "edited_rows": {5: {f"k{j}": False for j in range(6)}, 0: {"k1": False}},
@@ -110,7 +110,7 @@ def test_custom_grid_is_anded_in(open_page):
     at.run()
     assert_clean(at)
     assert metric(at, "fully masked rows") == "5"
-    assert metric(at, "hidden scores") == f"{7 / 36:.0%}"
+    assert metric(at, "hidden scores, batch") == f"{7 / 36:.0%}"
     assert metric(at, PLAIN) == "NaN"
 
 
@@ -119,7 +119,7 @@ def test_bad_lengths_warn_and_leave_padding_out(open_page):
     at.text_input(key="mask_lengths").set_value("6, x").run()
     assert_clean(at)
     assert any("item 2 is not" in w.value for w in at.warning)
-    assert metric(at, "padding keys") == "0%"
+    assert metric(at, "padding keys, batch") == "0%"
     at.text_input(key="mask_lengths").set_value("9, 2").run()
     assert any("cannot exceed the sequence length n = 6" in w.value for w in at.warning)
     at.text_input(key="mask_lengths").set_value("6, 0").run()
@@ -170,10 +170,10 @@ def test_custom_grid_edits_apply_once_and_can_be_undone():
     untick(at)
     at.run()  # the edited grid is now the editor's start: applying the same ticks again changes nothing
     assert at.query_params["mask_grid"] == EDITED
-    assert metric(at, "hidden scores") == f"{7 / 36:.0%}"
+    assert metric(at, "hidden scores, batch") == f"{7 / 36:.0%}"
     untick(at, retick=True)
     assert at.query_params["mask_grid"] == EDITED.replace("101111", "111111", 1)
-    assert metric(at, "hidden scores") == f"{6 / 36:.0%}"
+    assert metric(at, "hidden scores, batch") == f"{6 / 36:.0%}"
 
 
 def test_custom_grid_survives_a_page_switch_and_resets_with_n():
@@ -187,7 +187,7 @@ def test_custom_grid_survives_a_page_switch_and_resets_with_n():
     at.slider(key="mask_n").set_value(3).run()  # another n: a fresh, all-ticked grid of the new size
     assert_clean(at)
     assert at.query_params["mask_grid"] == "111-111-111"
-    assert metric(at, "hidden scores") == "0%"
+    assert metric(at, "hidden scores, batch") == "0%"
 
 
 @pytest.mark.parametrize(
@@ -207,7 +207,7 @@ def test_a_malformed_grid_in_the_link_is_ignored_with_a_notice(grid):
     assert_clean(at)
     assert any("mask_grid" in toast.value and "ignored" in toast.value for toast in at.toast)
     assert at.query_params["mask_grid"] == "-".join(["111111"] * 6)  # the URL now describes what is shown
-    assert metric(at, "hidden scores") == "0%"
+    assert metric(at, "hidden scores, batch") == "0%"
 
 
 def test_invalid_lengths_in_the_link_warn_like_typed_ones():
@@ -215,7 +215,7 @@ def test_invalid_lengths_in_the_link_warn_like_typed_ones():
     assert_clean(at)
     assert at.text_input(key="mask_lengths").value == "6, 99"
     assert any("cannot exceed the sequence length n = 6" in w.value for w in at.warning)
-    assert metric(at, "padding keys") == "0%"
+    assert metric(at, "padding keys, batch") == "0%"
     too_long = open_link(PAGE, {"mask_lengths": "1, " * 30})  # over the input's 40 characters: refused, default kept
     assert too_long.text_input(key="mask_lengths").value == "6, 2"
     assert any("mask_lengths" in toast.value for toast in too_long.toast)
