@@ -875,7 +875,7 @@ def fresh_report(args, runs: list[FreshRun], command: str) -> tuple[str, bool]:
             line.strip()
             for run in runs
             for line in run.log.splitlines()
-            if re.match(r"\\s*\\w+(\\.\\w+)*(Error|Exception)\\b", line)
+            if re.match(r"\s*\w+(\.\w+)*(Error|Exception)\b", line)
         }
     )
     lines = [
