@@ -191,7 +191,8 @@ if steps is not None:
             chart(spec_of(charts.weights_heatmap, cells, text, data_key=inputs_key), cells, "weights")
             text = td("worked_example.charts.pieces", token=token)
             chart(spec_of(charts.contribution_bars, parts, text, data_key=(*inputs_key, token)), parts, "pieces")
-        notice(tl("worked_example.notice"))
+        first, *rest = tl("worked_example.notice")  # the scaling point says what the toggle would do from here
+        notice([first, t(f"worked_example.scaling_{'off' if scaled else 'on'}"), *rest])
 
 if steps is not None:
     st.subheader(t("worked_example.backward.heading"), anchor="heading")
@@ -220,7 +221,16 @@ if steps is not None:
                     ),
                 },
             )
-            notice(tl("worked_example.backward.notice", token=token))
+            reach = back["reached"]
+            everyone = reach["keys"] == reach["values"] == reach["n"]
+            fields = reach | {"token": token}
+            notice(
+                [
+                    t("worked_example.backward.only_row", token=token),
+                    t(f"worked_example.backward.{'reach_all' if everyone else 'reach_some'}", **fields),
+                    t(f"worked_example.backward.scaling_{'off' if scaled else 'on'}"),
+                ]
+            )
         with left:
             st.markdown(t("worked_example.backward.lede", token=token))
             st.latex(r"\frac{\partial L}{\partial Z} = " + back["latex"]["upstream"])

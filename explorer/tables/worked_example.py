@@ -216,4 +216,14 @@ def backward_steps(q: Matrix, k: Matrix, v: Matrix, scaled: bool, token: int) ->
         {"gradient": name, "max_error": float((getattr(hand, name) - getattr(auto, name)).abs().max())}
         for name in GRADIENTS
     ]
-    return frames | {"errors": pd.DataFrame(errors), "scale": scale}
+    return frames | {"errors": pd.DataFrame(errors), "scale": scale, "reached": reached(hand.dk, hand.dv)}
+
+
+def reached(dk: torch.Tensor, dv: torch.Tensor) -> dict[str, int]:
+    """How many keys and values get a gradient (a row not 0 beyond rounding): all values always (every weight is
+    positive), the keys only where dL/dS' is not 0 (edited V rows with equal sums make it 0)."""
+
+    def moved(g: torch.Tensor) -> int:
+        return int((g.abs().amax(dim=-1) > 1e-12 * max(1.0, float(g.abs().max()))).sum())
+
+    return {"keys": moved(dk), "values": moved(dv), "n": dk.shape[0]}

@@ -243,3 +243,18 @@ def test_a_teacher_can_fix_a_matrix_the_class_cannot_edit():
     assert [df.key for df in at.data_editor] == ["we_editor_q_two_tokens_0", "we_editor_v_two_tokens_0"]
     assert r"\begin{bmatrix}1 & 1\\2 & 2\end{bmatrix}" in _latex(at)  # S = QK^T: equal keys, equal scores
     assert at.query_params["we_k_two_tokens"] == "1,1,0;1,1,0"
+
+
+def test_the_notices_say_what_this_setting_shows(open_page):
+    """The scaling points name the toggle's other position; the backward notice counts the keys that get a gradient."""
+    at = open_page(PAGE)
+    points = " ".join(m.value for m in at.markdown if m.value.startswith("**What to notice**"))
+    assert "Every key and every value gets a gradient here" in points and "Switch off the scaling" in points
+    edit(at, "we_editor_v_two_tokens_0", {1: {"d1": 3, "d2": 2, "d3": 1}})  # rows of V with equal sums: dL/dS' = 0
+    at.toggle(key="we_scaled").set_value(False).run()
+    assert_clean(at)
+    points = " ".join(m.value for m in at.markdown if m.value.startswith("**What to notice**"))
+    assert "only 0 of the 2 keys do here" in points and "Every key and every value" not in points
+    assert "Switch the scaling on" in points and "Switch off the scaling" not in points
+    dk = next(x.value for x in at.latex if r"\frac{\partial L}{\partial K} = 1" in x.value)
+    assert not re.search(r"[1-9]", dk.split("begin{bmatrix}")[1])  # every entry of dL/dK is 0, as the notice says
