@@ -298,6 +298,7 @@ def toggle(label: str, default: bool, *, key: str, where=st, **kwargs):
 
 
 def multiselect(label: str, options: Sequence, default: Sequence, *, key: str, where=st, **kwargs) -> list:
+    kwargs.setdefault("select_all", False)  # Streamlit's "Select all" is English on every page, Chinese ones too
     return _draw(
         where.multiselect,
         key,

@@ -60,3 +60,9 @@ def test_the_qr_code_is_large_enough_for_the_back_of_the_room():
     at.sidebar.button(key="teacher_qr").click().run()
     assert at.get("dialog") and at.get("image"), "a click opens a dialog with the QR code"
     assert at.get("code")[-1].value == at.sidebar.get("code")[1].value  # the link it encodes, written below it
+
+
+def test_no_multiselect_offers_streamlits_english_select_all():
+    """A multiselect's list starts with "Select all", in English on a Chinese page too: our controls turn it off."""
+    at = open_link("views/positional.py", {"lang": "zh"})
+    assert at.multiselect and all(w.proto.select_all == 0 for w in at.multiselect)
