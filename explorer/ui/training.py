@@ -44,7 +44,9 @@ WATCHING = "_training_watching"  # session: the key of the run it waits for, so 
 POLL_S = 0.5  # how often a waiting page redraws its place (and notices a click that stops it)
 GRACE_S = 3.0  # a run nobody has looked at for this long has lost its viewers: dropped or stopped
 MAX_WAITING = 60  # runs waiting (not training) in the whole server: two per student of a class of 30
-MIN_STEPS = 5  # steps a run takes before its own pace counts (its first steps include building the model)
+# Steps a run takes before its own pace counts: its first steps include building the model and come while every page
+# that clicked reruns at once (30 clicks together: the first estimates from 5 steps were twice the real times).
+MIN_STEPS = 20
 
 
 class Full(RuntimeError):
@@ -200,6 +202,10 @@ class TrainingLine:
         )  # fmt: skip
 
     def _live(self, now: float) -> list[tuple[float, float]]:
+        """The training runs' own paces, for an estimate only until a run has finished (a whole run's pace is
+        steadier than the first steps of one)."""
+        if len(self.pace):
+            return []
         return [(j.flops, p) for j in self._jobs if (p := j.own_pace(now)) is not None]
 
     def _schedule(self, now: float) -> dict[Job, tuple[float, float]]:
@@ -332,7 +338,7 @@ def status_text(view: View) -> str:
         text
         + " "
         + t(
-            "learning.line.estimate",
+            "learning.line.estimate" if view.measured else "learning.line.estimate_live",
             start=math.ceil(view.start_s),
             end=math.ceil(view.end_s),
             runs=view.measured,
