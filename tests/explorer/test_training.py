@@ -132,3 +132,19 @@ def test_a_full_line_refuses_and_an_error_reaches_its_viewers():
         join(line, "c", blocking_run(gate, []))
     gate.set()
     finish(line, holder)
+
+
+def test_the_line_trains_with_one_torch_thread_and_leaves_the_others_alone():
+    import torch
+
+    line, seen = training.TrainingLine(slots=1), []
+
+    def run(keep_going, progress):
+        seen.append(torch.get_num_threads())
+        return ("done", 0)
+
+    before = torch.get_num_threads()
+    finish(line, join(line, "threads", run)[0])
+    if before == 1:
+        pytest.skip("one CPU: nothing to tell apart")
+    assert seen == [1] and torch.get_num_threads() == before
