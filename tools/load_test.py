@@ -317,7 +317,8 @@ async def run_ws_session(
     pages = pace.round_of_pages(idx)
     try:
         async with WsSession(url, cookies=cookies) as session:
-            await session.rerun(pages[0], timeout=timeout_s)
+            first = await session.rerun(pages[0], timeout=timeout_s)
+            result.errors += [f"session {idx} first page ({pages[0]}): {e}" for e in first.errors]
             if pace.read_first:
                 await pace.think_after(rng)  # a student reads the page before moving anything (human pace)
             c = -1
