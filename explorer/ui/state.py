@@ -16,6 +16,7 @@ import re
 from collections.abc import Callable, Sequence
 
 import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 from streamlit.runtime.state import get_session_state
 from streamlit.runtime.state.common import user_key_from_element_id
 
@@ -109,7 +110,11 @@ def _sent_by_browser() -> frozenset[str]:
     to a new session and sends every widget's value with its next run: that value, maybe just moved, is newer
     than the address bar the new session has never seen. Streamlit 1.67 keeps them by widget id until the widget
     is drawn (no public call reads them earlier); an id ends with the user key (common.user_key_from_element_id).
+    Not on the browser's back or forward button: then the address is what the student asked for.
     """
+    ctx = get_script_run_ctx()
+    if ctx is None or ctx.is_history_navigation:
+        return frozenset()
     try:
         sent = get_session_state()._state._new_widget_state.states
     except AttributeError:  # another Streamlit inside: fall back to the URL winning, as before

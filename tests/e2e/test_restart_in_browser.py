@@ -85,3 +85,18 @@ def test_a_benchmark_cut_short_by_a_restart_says_so_in_the_viewers_language(brow
         page.wait_for_function("() => !location.search.includes('running=')", timeout=30_000)
         assert page.get_by_role("button", name="重新运行").count() == 1
     page.context.close()
+
+
+def test_the_back_button_still_restores_the_address_value(server, page):
+    """The browser's values win over an unseen address only outside history navigation: Back brings n = 8 back."""
+    page.goto(f"{server}/equivariance?n=8")
+    wait_for_app(page)
+    page.locator(SLIDER).first.focus()
+    page.keyboard.press("ArrowRight")
+    page.wait_for_function("() => new URL(location.href).searchParams.get('n') === '9'", timeout=90_000)
+    wait_for_app(page)
+    page.go_back()
+    page.wait_for_function("() => new URL(location.href).searchParams.get('n') === '8'", timeout=30_000)
+    page.wait_for_timeout(1000)
+    wait_for_app(page)
+    assert slider_value(page) == "8"
