@@ -228,7 +228,7 @@ def test_the_scale_page_waits_in_the_same_line(monkeypatch):
 def test_the_line_shows_place_and_a_measured_estimate_in_both_languages(monkeypatch):
     line, gate, texts = held_line(monkeypatch)
     line.pace.add(1e6, 0.01)  # as if a run had measured 100 steps/s
-    english = open_link(PAGE, {**TINY, "seed": "110"})
+    english = open_link(PAGE, {**TINY, "learn_steps": "200", "seed": "110"})  # long enough to be seen training
     chinese = open_link(PAGE, {**TINY, "seed": "111", "lang": "zh"})
     threads = [click_in_thread(english, "learn_train")]
     wait_for(lambda: any("number 1 in" in x for x in texts))
