@@ -215,14 +215,14 @@ def test_two_students_with_the_same_settings_share_one_run(monkeypatch):
 
 def test_the_scale_page_waits_in_the_same_line(monkeypatch):
     line, gate, texts = held_line(monkeypatch)
-    at = open_link(SCALE, {"scale_d_k": "8", "scale_steps": "20", "seed": "109"})
+    at = open_link(SCALE, {"scale_d_k": "8", "scale_steps": "100", "seed": "109"})  # long enough to be seen
     thread = click_in_thread(at, "scale_train")
     wait_for(lambda: any("number 1 in the server's training line" in x for x in texts))
     gate.set()
     thread.join(120)
     assert_clean(at)
-    assert line.pace.per_step(1.0) is not None  # its 2 x 20 steps were measured
-    assert any(re.search(r"Training: step \d+ of 40\b", x) for x in texts)  # both runs of 20 steps, one progress
+    assert line.pace.per_step(1.0) is not None  # its 2 x 100 steps were measured
+    assert any(re.search(r"Training: step \d+ of 200\b", x) for x in texts)  # both runs of 100 steps, one bar
 
 
 def test_the_line_shows_place_and_a_measured_estimate_in_both_languages(monkeypatch):
