@@ -112,7 +112,8 @@ def test_a_run_nobody_watches_any_more_stops_and_is_not_kept(monkeypatch):
     job = join(line, "a", blocking_run(gate, [], steps=10_000, pause_s=0.001))[0]
     gate.set()
     assert job.finished.wait(10)  # nobody looked: it stopped within the grace time
-    assert job.result[0] == "stopped" and line.shelf.get("a") is None
+    # stopped while training, or (on a machine too busy to start it within the grace time) dropped while waiting
+    assert (job.result is None or job.result[0] == "stopped") and line.shelf.get("a") is None
 
 
 def test_a_full_line_refuses_and_an_error_reaches_its_viewers():
