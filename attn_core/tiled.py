@@ -98,6 +98,27 @@ def tiled_working_bytes(
     Before all that, and freed before it starts, the check of the logits' range holds q or k in float64 a
     slice of at most _NORM_CHUNK_ELEMENTS at a time, and its row norms.
     """
+    parts = tiled_working_parts(batch, n_q, n_k, d_k, d_v, dtype, block_q, block_k, masked=masked, causal=causal)
+    return max(parts["check"], parts["arrays"] + parts["tiles"]) + parts["diagonal"]
+
+
+def tiled_working_parts(
+    batch: int,
+    n_q: int,
+    n_k: int,
+    d_k: int,
+    d_v: int,
+    dtype: torch.dtype,
+    block_q,
+    block_k,
+    *,
+    masked=True,
+    causal=True,
+) -> dict[str, int]:
+    """tiled_working_bytes in its parts, bytes each: "check" (the range check, alone before the rest), "arrays"
+    (what grows with n: the output, for half inputs fp32 copies of q, k, v), "tiles" (the fixed tiles and
+    their row state) and "diagonal" (the causal diagonal's tile). The working memory is
+    max(check, arrays + tiles) + diagonal: the part that holds the peak tells how it grows with n."""
     f, io = softmax_dtype(dtype).itemsize, dtype.itemsize
     bq, bk = min(block_q, n_q), min(block_k, n_k)
     half = f != io
@@ -107,7 +128,12 @@ def tiled_working_bytes(
     n = max(n_q, n_k)
     sliced = min(batch * n * d_k, max(_NORM_CHUNK_ELEMENTS, batch * d_k))  # a slice holds at least one row
     check = sliced * (8 if io < 8 else 0) + batch * n * 8
-    return max(check, batch * (rows + casts + tile)) + (bq * bk if causal else 0)  # + the causal diagonal's tile
+    return {
+        "check": check,
+        "arrays": batch * (rows + casts),
+        "tiles": batch * tile,
+        "diagonal": bq * bk if causal else 0,
+    }
 
 
 def default_blocks(n_q: int, n_k: int, device="cpu", causal: bool = False) -> tuple[int, int]:

@@ -459,7 +459,7 @@ with left, friendly_errors(t("scaling.sections.charts")):
             )
             st.warning(t("scaling.recorded_differs", which=which), icon=":material/compare_arrows:")
 
-with left, friendly_errors(t("scaling.sections.slopes")):
+with friendly_errors(t("scaling.sections.slopes")):  # the page's width: time cells carry their ranges
     summary = slope_summary(fits(pts), sources, names, td("scaling.quantities"), t("scaling.results.method"))
     st.markdown(t("scaling.slopes_heading", width=tables.NOISY_WIDTH))
     numbers = [c for c in summary if summary[c].dtype.kind == "f"]  # memory; time cells are text with their range

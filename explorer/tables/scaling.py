@@ -40,7 +40,7 @@ from attn_core.bench import (
     run_benchmark,
 )
 from attn_core.budget import budget_bytes
-from attn_core.tiled import default_blocks, tiled_working_bytes
+from attn_core.tiled import default_blocks, tiled_working_bytes, tiled_working_parts
 
 N_MIN = 128
 MAX_N_OPTIONS = tuple(2**i for i in range(9, 14))  # 512 .. 8192
@@ -728,16 +728,45 @@ def time_verdict(lo: float, hi: float, stated: float, theory: float = TIME_THEOR
     return "below" if hi < theory else "above" if lo > theory else "holds"
 
 
-def memory_kind(method: str, theory: float, tiles: str = "") -> str:
-    """Which explanation a memory slope gets: "scores" (n x n arrays); for the tiled path "grow" (its tiles change
-    with n over the fit, tile_text's "…": not one tile size's O(n)), "tiles" (fixed tiles that still outweigh
-    its n x d arrays: well below 1) or "fixed" (fixed tiles, the n x d arrays dominating); "arrays" (SDPA, Triton:
-    n x d arrays only)."""
+def memory_kind(method: str, tiles: str = "", peak: str = "arrays") -> str:
+    """Which explanation a memory slope gets: "scores" (n x n arrays); "arrays" (SDPA, Triton: n x d arrays only);
+    for the tiled path, by the part of its byte count holding the peak at the largest fitted n (tiled_peak_part):
+    "check" (the range check, capped at one float64 slice), "grow" (its tiles change with n over the fit,
+    tile_text's "…": not one tile size's O(n)), "tiles" (fixed tiles outweighing its n x d arrays) or "fixed"
+    (fixed tiles, the n x d arrays dominating: towards O(n))."""
     if method in ("naive", "naive_masked"):
         return "scores"
     if method != "tiled":
         return "arrays"
-    return "grow" if "…" in tiles else "tiles" if theory < 0.9 else "fixed"
+    if peak == "check":
+        return "check"
+    return "grow" if "…" in tiles else "tiles" if peak == "tiles" else "fixed"
+
+
+def _cut_to_n(rows: pd.DataFrame) -> pd.DataFrame:
+    """Rows with the tile sizes tiled_attention used: a tile larger than n is cut to n (a 512 tile at n = 128 is
+    128 x 128), so a fixed setting's tiles still grow with n below it."""
+    if not {"block_q", "block_k", "n"} <= set(rows.columns) or rows.empty:
+        return rows
+    n = rows.n.astype(float)
+    cut = {c: np.minimum(pd.to_numeric(rows[c], errors="coerce"), n) for c in ("block_q", "block_k")}  # None: NaN
+    return rows.assign(**cut)
+
+
+def tiled_peak_part(row) -> str:
+    """Which part of tiled_working_parts holds a tiled row's peak: "check" (the range check where it reads q one
+    capped slice at a time: it no longer grows with n), "tiles" or "arrays" (what grows with n, the range check's
+    whole float64 copy of q included)."""
+
+    def parts(n: int) -> dict:
+        b, d, tiles = int(row["batch"]) * int(row["heads"]), int(row["d"]), (int(row["block_q"]), int(row["block_k"]))
+        dtype, causal = DTYPES[str(row["dtype"])], bool(row["causal"])  # by key: a Series' .dtype is its own
+        return tiled_working_parts(b, n, n, d, d, dtype, *tiles, masked=False, causal=causal)
+
+    here = parts(int(row["n"]))
+    if here["check"] > here["arrays"] + here["tiles"]:
+        return "check" if parts(2 * int(row["n"]))["check"] < 1.5 * here["check"] else "arrays"
+    return "tiles" if here["tiles"] > here["arrays"] else "arrays"
 
 
 def slope_facts(pts: pd.DataFrame, fitted: pd.DataFrame, rows: pd.DataFrame, source: str = "live") -> list[dict]:
@@ -761,10 +790,13 @@ def slope_facts(pts: pd.DataFrame, fitted: pd.DataFrame, rows: pd.DataFrame, sou
                 "memory": float(f.memory_slope),
                 "theory": float(f.memory_theory),
                 "ratio": float(top.peak_mib / top.scores_mib),
-                "tiles": tile_text(fitted_rows(rows[rows.method == method])),
+                "tiles": tile_text(_cut_to_n(fitted_rows(rows[rows.method == method]))),
             }
         )
-        facts[-1]["kind"] = memory_kind(method, f.memory_theory, facts[-1]["tiles"])
+        fit = fitted_rows(rows[rows.method == method])
+        held = [tiled_peak_part(r) for _, r in fit.iterrows()] if method == "tiled" else ["arrays"]
+        peak = "check" if "check" in held else held[-1]  # a capped check at any fitted n flattens the slope
+        facts[-1]["kind"] = memory_kind(method, facts[-1]["tiles"], peak)
     return facts
 
 

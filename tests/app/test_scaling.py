@@ -346,14 +346,15 @@ def notice_item(at, name: str) -> str:
 def tiles_at(block, causal: bool, n: int) -> tuple[int, int]:
     from attn_core.tiled import default_blocks
 
-    return default_blocks(n, n, "cpu", causal) if block == "auto" else (block, block)
+    return default_blocks(n, n, "cpu", causal) if block == "auto" else (min(block, n), min(block, n))  # cut to n
 
 
 def tiled_theory(d: int, heads: int, block, causal: bool, ns) -> float:
     """The tiled path's predicted memory slope, from attn_core alone."""
     from attn_core.tiled import tiled_working_bytes
 
-    need = [tiled_working_bytes(heads, n, n, d, d, torch.float32, *tiles_at(block, causal, n)) for n in ns]
+    tiles = {n: tiles_at(block, causal, n) for n in ns}
+    need = [tiled_working_bytes(heads, n, n, d, d, torch.float32, *tiles[n], masked=False, causal=causal) for n in ns]
     return tables.loglog_slope(ns, need)
 
 
