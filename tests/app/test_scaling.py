@@ -358,24 +358,24 @@ def tiled_theory(d: int, heads: int, block, causal: bool, ns) -> float:
     return tables.loglog_slope(ns, need)
 
 
-def generated_settings(count: int, seed: int = 25):
+def generated_settings(count: int, seed: int = 20):
     """Settings drawn over the controls' ranges (kept small enough to run in seconds on a shared 2-core machine)."""
     rng = random.Random(seed)
-    for _ in range(count):
+    for i in range(count):
         methods = ["naive", "tiled"] + rng.sample(["sdpa", "naive_masked"], 1)
         controls = {
             "bench_max_n": rng.choice([512, 1024]),
             "bench_d": rng.choice([16, 32]),
             "bench_heads": rng.choice([1, 2]),
             "bench_block": rng.choice(["auto", 32, 64, 128, 256, 512]),
-            "bench_causal": rng.choice([False, True]),
+            "bench_causal": bool(i % 2),  # both, whatever the draw
         }
         if controls["bench_max_n"] == 1024:
             controls["bench_heads"] = 1
         yield methods, controls
 
 
-@pytest.mark.parametrize(("methods", "controls"), list(generated_settings(3)))
+@pytest.mark.parametrize(("methods", "controls"), list(generated_settings(4)))
 def test_what_to_notice_states_the_slopes_the_table_and_legend_show(open_page, methods, controls):
     at = open_page(PAGE, bench_methods=methods, bench_recorded="none")
     submit(at, **controls, bench_budget_mb=256)
@@ -414,7 +414,7 @@ def test_what_to_notice_states_the_slopes_the_table_and_legend_show(open_page, m
     sentence = notice_item(at, "tiled (online softmax)")
     assert f"predicts {theory:.2f}" in sentence
     grows = len({tiles_at(c["bench_block"], c["bench_causal"], n) for n in ns}) > 1
-    assert ("the automatic tile changes with n" in sentence) == grows
+    assert ("its tile changes with n" in sentence) == grows
 
 
 def fake_calls(times, counted):
