@@ -1,7 +1,8 @@
 """Train at once: a class presses Train on the learning page together (tools.load_test --train same|different).
 
     python -m tools.load_test --train same --sessions 30 --out benchmarks/load_test_train_same.md
-    python -m tools.load_test --train different --sessions 30 --out benchmarks/load_test_train_different.md
+    python -m tools.load_test --train different --sessions 30 --action-timeout 500 \
+        --out benchmarks/load_test_train_different.md   # a click may wait minutes on a busy machine
 
 `same`: every session opens the teacher's link (the page's default settings, seed 0) and they press Train at the
 same moment: the server should train once and every page end together. `different`: session k opens its own
