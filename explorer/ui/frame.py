@@ -30,6 +30,7 @@ from explorer.charts.common import to_wire_spec
 from explorer.charts.projector import fitted, projected
 from explorer.ui import state
 from explorer.ui.glossary import glossary_link
+from explorer.ui.heavy import RUNNING
 from explorer.ui.i18n import LANGUAGES, browser_language, language_changed, t, this_run
 from explorer.ui.registry import LESSON, PageInfo
 
@@ -547,8 +548,9 @@ def lesson_bar(current: PageInfo | None, *, bottom: bool = False) -> None:
 
 
 def view_link(**override) -> str:
-    """The address of this view: the page and every control's value (override or drop some with None)."""
-    params = {k: v for k, v in st.query_params.to_dict().items() if k not in override}
+    """The address of this view: the page and every control's value (override or drop some with None); never the
+    mark of heavy work under way, which would tell whoever opens the link that their run was cut short."""
+    params = {k: v for k, v in st.query_params.to_dict().items() if k not in override and k != RUNNING}
     params.update({k: v for k, v in override.items() if v is not None})
     base = st.context.url or ""
     return base + ("?" + urllib.parse.urlencode(params, safe=",") if params else "")

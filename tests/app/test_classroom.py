@@ -135,3 +135,16 @@ def test_every_page_in_projector_mode_draws_valid_enlarged_charts(info):
     for spec in specs(at):
         validate_jsonschema(_json_data(spec), alt.load_schema())  # the restyled spec is still valid Vega-Lite
         assert spec["usermeta"]["projected"] and spec["config"]["text"]["fontSize"] >= PROJECTOR_FONT
+
+
+def test_a_shared_link_never_carries_the_mark_of_heavy_work_under_way():
+    def script():
+        import streamlit as st
+
+        from explorer.ui.frame import view_link
+
+        st.query_params.update({"d_k": "8", "running": "benchmark"})  # what a tab's address holds mid-benchmark
+        st.code(view_link())
+
+    at = AppTest.from_function(script).run()
+    assert link_params(at.code[0].value) == {"d_k": "8"}  # whoever opens it was not cut short
