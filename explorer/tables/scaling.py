@@ -231,6 +231,7 @@ def points(rows: pd.DataFrame, source: str) -> pd.DataFrame:
             "peak_mib": ok.peak_mem_bytes.astype(float).to_numpy() / MIB,
             "scores_mib": ok.theory_scores_bytes.astype(float).to_numpy() / MIB,
             "tiles_mib": tiled_model_bytes(ok) / MIB,
+            "cpu_share": ok.cpu_share.astype(float).to_numpy() if "cpu_share" in ok else math.nan,
         }
     )
 
@@ -381,7 +382,9 @@ def _fit(source: str, method: str, top: pd.DataFrame) -> dict:
     if {"time_p10", "time_p90"} <= set(top.columns) and top[["time_p10", "time_p90"]].notna().all().all():
         row["time_lo"], row["time_hi"] = slope_range(top.n, top.time_p10, top.time_p90)
         wide = row["time_hi"] - row["time_lo"] > NOISY_WIDTH
-        row["time_stated"] = math.nan if wide else row["time_slope"]
+        # repeats that agree on a busy server may all be slowed alike: such a slope is not stated either
+        busy = "cpu_share" in top and bool((top.cpu_share < BUSY_SHARE).any())
+        row["time_stated"] = math.nan if wide or busy else row["time_slope"]
     row["memory_slope"] = loglog_slope(top.n, top.peak_mib)
     model = top.tiles_mib if "tiles_mib" in top else pd.Series(math.nan, index=top.index)
     fitted = method == "tiled" and model.notna().all()
@@ -801,9 +804,10 @@ def slope_facts(pts: pd.DataFrame, fitted: pd.DataFrame, rows: pd.DataFrame, sou
 
 
 def _verdict(fit, rows: pd.DataFrame) -> str:
-    """time_verdict, or "busy" when a stated slope was fitted to entries measured on a busy server."""
-    verdict = time_verdict(fit.time_lo, fit.time_hi, fit.time_stated)
-    return "busy" if verdict not in ("none", "noisy") and not busy_entries(rows).empty else verdict
+    """time_verdict, or "busy" when the slope was fitted to entries measured on a busy server (then not stated)."""
+    if not math.isnan(fit.time_lo) and not busy_entries(rows).empty:
+        return "busy"
+    return time_verdict(fit.time_lo, fit.time_hi, fit.time_stated)
 
 
 def tiled_growth(d: int, heads: int, block, n: int = 512) -> float:
@@ -835,7 +839,7 @@ def busy_entries(rows: pd.DataFrame) -> pd.DataFrame:
 def too_noisy(rows: pd.DataFrame) -> list[str]:
     """Methods whose time slope, fitted to these rows, has a range wider than NOISY_WIDTH."""
     fitted = slopes(points(rows, "live"))
-    return list(fitted.method[fitted.time_slope.notna() & fitted.time_stated.isna()])
+    return list(fitted.method[fitted.time_hi - fitted.time_lo > NOISY_WIDTH])
 
 
 def keepable(rows: pd.DataFrame) -> bool:
