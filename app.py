@@ -2,6 +2,7 @@
 
 # ruff: noqa: E402 - the app's modules are loaded (router.load_modules) before the imports that name them
 
+import atexit
 import gc
 import time
 
@@ -37,6 +38,10 @@ def _settle_process() -> None:
     settle_allocator()
     gc.collect()
     gc.freeze()
+    # Frozen objects are never collected, not even when the interpreter exits: an extension that checks at exit
+    # what it left alive (Triton's nanobind module, imported by a GPU server or a test) then reports each object.
+    atexit.unregister(gc.unfreeze)  # once, whatever the number of times the cache is cleared
+    atexit.register(gc.unfreeze)
 
 
 _settle_process()
