@@ -7,7 +7,7 @@ from explorer.charts import worked_example as charts
 from explorer.tables import notes
 from explorer.tables import worked_example as tables
 from explorer.ui import state as controls
-from explorer.ui.claims import notes_about, readable_places
+from explorer.ui.claims import computed_text, notes_about, readable_places
 from explorer.ui.frame import (
     chart,
     formula,
@@ -43,7 +43,10 @@ def claims_shown(seed_value: int, verdicts: tuple, files: tuple, text: dict) -> 
         {
             headers["claim"]: places,
             headers["notes"]: rows.notes.map(literal).to_list(),
-            headers["computed"]: rows.computed.map(literal).to_list(),
+            headers["computed"]: [
+                literal(computed_text(key, computed, facts, text["computed"]))
+                for key, computed, facts in zip(rows.key, rows.computed, rows.facts, strict=True)
+            ],
             headers["verdict"]: [literal(text["verdicts"][v]).replace(" ", "\u00a0") for v in rows.verdict],  # one line
             headers["why"]: [literal(why) for why in whys],
         }
@@ -278,7 +281,7 @@ with friendly_errors(t("worked_example.sections.claims")):
         format_func=lambda code: t(f"notes.short.{code}"),
         help=t("worked_example.controls.files_help"),
     )
-    text = {part: td(f"notes.{part}") for part in ("claims", "why", "verdicts", "columns")}
+    text = {part: td(f"notes.{part}") for part in ("claims", "why", "verdicts", "columns", "computed")}
     shown_table = claims_shown(seed(), tuple(chosen or ()), tuple(files or ()), text | {"where": readable_places()})
     # a static table: its cells wrap, so every word can be read at 1366 px and on a projector (a data grid cuts them)
     st.table(shown_table, hide_index=True)

@@ -377,7 +377,7 @@ def _within(d_k: int, bound: float, stated: float | None, decimals: int, label: 
         exact = score_mass(d_k, raw_bound)
         formula = normal_mass(raw_bound / math.sqrt(d_k))
         facts = {"exact": exact, "formula": formula, "sampled": sampled, "outside": 1 - exact, "sigma": math.sqrt(d_k)}
-        facts |= {"one_in": 1 / (1 - exact), "stated": stated}
+        facts |= {"one_in": 1 / (1 - exact), "stated": stated, "form": "within"}
         computed = f"{100 * exact:.2f}% (normal formula {100 * formula:.2f}%, sampled {100 * sampled:.2f}%)"
         return Result(label, computed, _range_verdict(stated, decimals, exact, sampled, stderr), facts)
 
@@ -664,7 +664,7 @@ def _hierarchical(seed: int) -> Result:
     counts = {n: int(notes_hierarchical_mask(n).sum()) for n in range(1, 17)}
     every = all(counts[n] == n * n for n in counts)
     future16 = int(future_keys(notes_hierarchical_mask(16)).sum())
-    facts = {"future": future16, "all_visible": every}
+    facts = {"future": future16, "all_visible": every, "form": "hierarchical" if every else "hierarchical_partial"}
     computed = f"n ≤ 16: all n² keys visible (n = 16: {future16} future keys)" if every else "not all visible"
     return Result("hierarchical_causal_mask is causal", computed, "wrong" if future16 else "right", facts)
 

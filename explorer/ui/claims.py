@@ -12,7 +12,7 @@ import streamlit as st
 
 from explorer.tables import notes
 from explorer.ui.frame import literal, seed, table
-from explorer.ui.i18n import language, t, td
+from explorer.ui.i18n import fill, language, t, td
 
 COLOURS = {"right": "green", "inexact": "orange", "wrong": "red"}  # Streamlit's badge colours
 
@@ -48,6 +48,14 @@ def notes_about() -> str:
     return t("notes.about", titles=titles)
 
 
+def computed_text(key: str, computed: str, facts: dict, templates: dict) -> str:
+    """A claim's computed value in the viewer's language: its template in notes.computed (the table `templates`),
+    filled with the result's facts, where the value is said partly in words; `computed` (numbers and formulas
+    only) otherwise. A result whose words vary names its template in facts["form"]."""
+    template = templates.get(facts.get("form", key))
+    return fill(template, facts) if template else computed
+
+
 def notes_claim(key: str, where=st, result: notes.Result | None = None) -> None:
     """One bordered line: the verdict as a coloured badge, the claim and where the notes make it, the true value, why.
 
@@ -61,7 +69,7 @@ def notes_claim(key: str, where=st, result: notes.Result | None = None) -> None:
         verdict=badge,
         claim=literal(t(f"notes.claims.{key}")),
         where=literal(readable(t(f"notes.where.{key}"))),
-        computed=literal(r.computed),
+        computed=literal(computed_text(key, r.computed, r.facts, td("notes.computed"))),
         why=literal(t(f"notes.why.{key}", **r.facts)),
     )
     where.container(border=True).markdown(text)

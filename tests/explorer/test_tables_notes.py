@@ -110,7 +110,7 @@ def test_the_softmax_rows_are_judged_by_the_printed_digits():
 
 
 def test_the_notes_masks_and_the_bilinear_facts(table):
-    assert table.loc["hierarchical"].facts == {"future": 120, "all_visible": True}
+    assert table.loc["hierarchical"].facts == {"future": 120, "all_visible": True, "form": "hierarchical"}
     assert table.loc["sliding_window"].facts["notes"] == table.loc["sliding_window"].facts["w"] + 1
     facts = table.loc["shared_equivalent"].facts
     assert facts["shared"] == 0 and facts["separate"] > 0.1 and facts["weights_gap"] > 0.01
