@@ -31,7 +31,7 @@ from explorer.charts.projector import fitted, projected
 from explorer.ui import state
 from explorer.ui.glossary import glossary_link
 from explorer.ui.heavy import RUNNING
-from explorer.ui.i18n import LANGUAGES, browser_language, language_changed, t, this_run
+from explorer.ui.i18n import LANGUAGES, browser_language, language_changed, t, td, this_run
 from explorer.ui.registry import LESSON, PageInfo
 
 DEFAULT_SEED = 0
@@ -420,9 +420,10 @@ def chart(figure, data: pd.DataFrame | None, name: str, *, where=None, width="st
     where.vega_lite_chart(spec, width=width)
     row = where.container(horizontal=True, gap="small")
     if data is not None:
+        headers = td("common.csv_columns")  # read in the script's thread: the language is the session's
         row.download_button(
             t("common.frame.csv"),
-            data=pinned(lambda: data.to_csv(index=False), "text/csv", f"{name}.csv"),
+            data=pinned(lambda: csv_text(data, headers), "text/csv", f"{name}.csv"),
             file_name=f"{name}.csv",
             mime="text/csv",
             key=f"csv_{name}",
@@ -442,6 +443,14 @@ def chart(figure, data: pd.DataFrame | None, name: str, *, where=None, width="st
         icon=":material/image:",
         help=t("common.frame.svg_help"),
     )
+
+
+def csv_text(data: pd.DataFrame, headers: dict[str, str]) -> str:
+    """A chart's data as CSV for a spreadsheet: each column named in the viewer's language (common.csv_columns; a
+    name not there, a symbol such as n or d_k, stays), every value as computed. Chinese names start the file with
+    a byte-order mark: without one, Excel reads UTF-8 as the local code page and shows them garbled."""
+    text = data.rename(columns=lambda c: headers.get(str(c), c)).to_csv(index=False)
+    return text if text.isascii() else "\ufeff" + text
 
 
 # Files made by export clicks that stay pinned on the server: the last PINNED_EXPORTS of them (the largest export
