@@ -42,7 +42,10 @@ def claims_shown(seed_value: int, verdicts: tuple, files: tuple, text: dict) -> 
     return pd.DataFrame(
         {
             headers["claim"]: places,
-            headers["notes"]: rows.notes.map(literal).to_list(),
+            headers["notes"]: [
+                literal(computed_text(key, printed, facts, text["printed"]))
+                for key, printed, facts in zip(rows.key, rows.notes, rows.facts, strict=True)
+            ],
             headers["computed"]: [
                 literal(computed_text(key, computed, facts, text["computed"]))
                 for key, computed, facts in zip(rows.key, rows.computed, rows.facts, strict=True)
@@ -281,7 +284,7 @@ with friendly_errors(t("worked_example.sections.claims")):
         format_func=lambda code: t(f"notes.short.{code}"),
         help=t("worked_example.controls.files_help"),
     )
-    text = {part: td(f"notes.{part}") for part in ("claims", "why", "verdicts", "columns", "computed")}
+    text = {part: td(f"notes.{part}") for part in ("claims", "why", "verdicts", "columns", "computed", "printed")}
     shown_table = claims_shown(seed(), tuple(chosen or ()), tuple(files or ()), text | {"where": readable_places()})
     # a static table: its cells wrap, so every word can be read at 1366 px and on a projector (a data grid cuts them)
     st.table(shown_table, hide_index=True)

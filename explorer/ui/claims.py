@@ -49,10 +49,10 @@ def notes_about() -> str:
 
 
 def computed_text(key: str, computed: str, facts: dict, templates: dict) -> str:
-    """A claim's computed value in the viewer's language: its template in notes.computed (the table `templates`),
-    filled with the result's facts, where the value is said partly in words; `computed` (numbers and formulas
-    only) otherwise. A result whose words vary names its template in facts["form"]."""
-    template = templates.get(facts.get("form", key))
+    """A claim's computed value (or what the notes print) in the viewer's language: its template in
+    notes.computed (notes.printed), the table `templates`, filled with the result's facts, where the text has words;
+    `computed` (numbers and formulas only) otherwise. A result whose words vary names its template in facts["form"]."""
+    template = templates.get(facts.get("form", key)) or templates.get(key)
     return fill(template, facts) if template else computed
 
 

@@ -15,7 +15,13 @@ ROOT = Path(__file__).resolve().parents[2]
 CARD_PAGES = ("views/masks.py", "views/equivariance.py")
 # Latin words a 中文 card may keep: operators of its formulas, the notes' own terms, the notes' titles.
 FORMULA_WORDS = {"max", "softmax", "logit", "token", "Day", "Attention"}
+# function names in the notes' formulas, the paper's names
+NOTES_FORMULA_WORDS = set("Var cos det exp argmax lcm output pos code inf Nadaraya Watson".split())
 IDENTIFIER = re.compile(r"[A-Za-z_][\w.]*_[\w.]*|\w+\.\w+|\w+(?==)")  # code: attn_core.x, a_mask(levels=1)
+
+
+def td_zh(part: str) -> dict:
+    return tomllib.loads((ROOT / "locales/zh/notes.toml").read_text(encoding="utf-8"))[part]
 
 
 def cards(at) -> list[str]:
@@ -57,3 +63,19 @@ def test_the_english_templates_say_exactly_what_notes_check_computes():
         used.add(facts.get("form", key))
         assert computed_text(key, computed, facts, templates["en"]) == computed, key
     assert set(templates["en"]) - used <= {"hierarchical_partial"}  # no template left over for a claim gone
+
+
+def test_the_english_printed_forms_are_the_claims_table_s():
+    printed = tomllib.loads((ROOT / "locales/en/notes.toml").read_text(encoding="utf-8"))["printed"]
+    table = notes.check_claims(0).set_index("key")
+    for key in printed:
+        assert computed_text(key, "", table.facts[key], printed) == table.notes[key], key
+
+
+def test_the_chinese_claims_table_has_no_english_words_where_the_notes_print_words():
+    at = open_link("views/worked_example.py", {"lang": "zh"})
+    column = td_zh("columns")["notes"]
+    shown = next(t.value for t in at.table if column in t.value.columns)
+    assert len(shown) == len(notes.CLAIMS)  # every claim, every file at the defaults
+    for cell in shown[column]:
+        assert not english_words(cell.replace("\\", "")) - NOTES_FORMULA_WORDS, cell
