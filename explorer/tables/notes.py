@@ -119,6 +119,11 @@ def _printed(stated: Sequence[float], true: Sequence[float], decimals: int, tail
     return ("inexact" if error <= 2 * 10.0**-decimals * (1 + 1e-9) else "wrong"), error
 
 
+def _max_error(error: float) -> dict:
+    """The facts of a result said as "max error …" (its words in notes.computed.max_error)."""
+    return {"error": error, "form": "max_error"}
+
+
 def _identity(error: float, scale: float = 1.0) -> str:
     return "right" if error <= ROUNDING * max(1.0, scale) else "wrong"
 
@@ -220,14 +225,18 @@ def _softmax_derivative(seed: int) -> Result:
     p = torch.softmax(z, dim=-1)
     auto = torch.stack([torch.autograd.grad(p[j], z, retain_graph=True)[0] for j in range(5)])  # row j: dp_j/dz
     error = float((softmax_jacobian(p.detach()) - auto).abs().max())
-    return Result("∂αⱼ/∂eᵢ = αᵢ(δᵢⱼ − αⱼ)", f"max |formula − autograd| = {error:.1e}", _identity(error), {})
+    facts = {"error": error, "form": "formula_autograd"}
+    return Result("∂αⱼ/∂eᵢ = αᵢ(δᵢⱼ − αⱼ)", f"max |formula − autograd| = {error:.1e}", _identity(error), facts)
 
 
 def _dl_de(seed: int) -> Result:
     q, k, v, g = _qkv(seed)
     hand, auto = attention_backward(q, k, v, g), attention_backward_autograd(q, k, v, g)
     error = float((hand.dscores - auto.dscores).abs().max())
-    return Result("∂L/∂eᵢ = αᵢ(∂L/∂αᵢ − Σⱼ αⱼ ∂L/∂αⱼ)", f"max |formula − autograd| = {error:.1e}", _identity(error), {})
+    facts = {"error": error, "form": "formula_autograd"}
+    return Result(
+        "∂L/∂eᵢ = αᵢ(∂L/∂αᵢ − Σⱼ αⱼ ∂L/∂αⱼ)", f"max |formula − autograd| = {error:.1e}", _identity(error), facts
+    )
 
 
 def _dl_dv_section1(seed: int) -> Result:
@@ -353,7 +362,7 @@ def _score_std_64(seed: int) -> Result:
     s = score_statistics(_scores(64, seed))
     stderr = s["var_stderr"] / (2 * s["std"])  # delta method: d sqrt(v) = dv / (2 sqrt v)
     verdict = "right" if math.sqrt(64) == 8 and abs(s["std"] - 8) <= SIGMAS * stderr else "wrong"
-    return Result("σ = √64 = 8", f"√64 = {math.sqrt(64):g}; measured {s['std']:.3f}", verdict, {})
+    return Result("σ = √64 = 8", f"√64 = {math.sqrt(64):g}; measured {s['std']:.3f}", verdict, {"std": s["std"]})
 
 
 def _range_verdict(stated: float | None, decimals: int, exact: float, sampled: float, stderr: float) -> str:
@@ -443,7 +452,13 @@ def _layernorm_sphere(seed: int) -> Result:
     d = 64
     x = _randn(_gen(seed, 16), 100, d) * 3 + 1
     norms = torch.nn.functional.layer_norm(x, (d,)).norm(dim=-1)
-    facts = {"d": d, "norm": float(norms.mean()), "root": math.sqrt(d)}
+    facts = {
+        "d": d,
+        "norm": float(norms.mean()),
+        "root": math.sqrt(d),
+        "low": float(norms.min()),
+        "high": float(norms.max()),
+    }
     computed = f"|LN(x)| = {float(norms.min()):.4f} … {float(norms.max()):.4f} at d = {d} (√d = {math.sqrt(d):g})"
     return Result("|LN(x)| = 1", computed, "wrong", facts)
 
@@ -483,7 +498,7 @@ def _perm_orthogonal(seed: int) -> Result:
     eye = torch.eye(3, dtype=torch.float64)
     error = max(float((p.T @ p - eye).abs().max()), float((p @ p.T - eye).abs().max()))
     error = max(error, float((torch.linalg.inv(p) - p.T).abs().max()))
-    return Result("PᵀP = PPᵀ = I, P⁻¹ = Pᵀ", f"max error {error:.1e}", _identity(error), {})
+    return Result("PᵀP = PPᵀ = I, P⁻¹ = Pᵀ", f"max error {error:.1e}", _identity(error), _max_error(error))
 
 
 def _perm_det(seed: int) -> Result:
@@ -512,7 +527,9 @@ def _equivariance(seed: int) -> Result:
     error = equivariance_error(
         lambda q, k, v: naive_attention(q, k, v)[0], x @ w[0], x @ w[1], x @ w[2], [2, 0, 5, 3, 1, 4]
     )
-    return Result("Attention(PQ, PK, PV) = P·Attention(Q, K, V)", f"max error {error:.1e}", _identity(error), {})
+    return Result(
+        "Attention(PQ, PK, PV) = P·Attention(Q, K, V)", f"max error {error:.1e}", _identity(error), _max_error(error)
+    )
 
 
 def _invariance(seed: int) -> Result:
@@ -549,7 +566,8 @@ def _masked_zero(seed: int) -> Result:
     scores = _randn(_gen(seed, 19), 5, 5)
     w = masked_softmax(scores, causal_mask(5))
     hidden = float(w[~causal_mask(5)].abs().max())
-    return Result("α = 0 where masked", f"max hidden weight = {hidden:g}", "right" if hidden == 0 else "wrong", {})
+    verdict = "right" if hidden == 0 else "wrong"
+    return Result("α = 0 where masked", f"max hidden weight = {hidden:g}", verdict, {"hidden": hidden})
 
 
 def _masked_grad(seed: int) -> Result:
@@ -561,7 +579,7 @@ def _masked_grad(seed: int) -> Result:
         "∂L/∂l_ij = 0 where masked",
         f"max |gradient| at masked logits = {grad:g}",
         "right" if grad == 0 else "wrong",
-        {},
+        {"grad": grad},
     )
 
 
@@ -593,6 +611,7 @@ def _minus_1e9(seed: int) -> Result:
     except RuntimeError:
         fp16 = "RuntimeError"
     facts = {"partial": partial, "uniform": row[0], "n": len(row), "fp16": fp16}
+    facts["form"] = "minus_1e9" if fp16 == "RuntimeError" else "minus_1e9_fp16_ok"  # notes.computed: its words
     computed = (
         f"rows with a key: max diff {partial:.1e}; fully masked row: {row[0]:.2f} each (1/{len(row)}); fp16: {fp16}"
     )
@@ -656,7 +675,7 @@ def _block(seed: int) -> Result:
         "block_causal_mask",
         "= attn_core.block_causal_mask for n, block ≤ 16" if same else "differs",
         "right" if same else "wrong",
-        {},
+        {"form": "block_causal" if same else "block_causal_differs"},
     )
 
 
@@ -682,6 +701,7 @@ def _mha_mask(seed: int) -> Result:
     except ValueError:
         other = "error"
     facts = {"cells": int(wrong.sum()), "total": wrong.numel(), "other": other}
+    facts["form"] = "mha_mask" if other == "error" else "mha_mask_ok"  # notes.computed: its words
     computed = f"B = H = 2: {facts['cells']} of {facts['total']} cells masked wrongly; B = 3, H = 2: {other}"
     return Result(
         "mask (B, T_q, T_k) → scores (B, H, T_q, T_k)", computed, "wrong" if facts["cells"] else "right", facts
@@ -752,7 +772,7 @@ def _additive_params(seed: int) -> Result:
 def _dot_params(seed: int) -> Result:
     _, _, params = parity_samples(8, 8, seed, n_pairs=1)
     dot = int(params.set_index("score").loc["dot product", "parameters"])
-    return Result("O(d_k)", f"q·k/√d_k: {dot} parameters", "inexact" if dot == 0 else "right", {})
+    return Result("O(d_k)", f"q·k/√d_k: {dot} parameters", "inexact" if dot == 0 else "right", {"dot": dot})
 
 
 # 9. Weight rows printed as examples.
@@ -780,7 +800,7 @@ def _example_rows(seed: int) -> Result:
         f"{len(EXAMPLE_ROWS)} rows, Σ = 1",
         "sums: " + ", ".join(f"{s:.2f}" for s in sums),
         "right" if ok else "wrong",
-        {},
+        {"sums": ", ".join(f"{s:.2f}" for s in sums)},
     )
 
 
@@ -794,7 +814,7 @@ def _competing_row(seed: int) -> Result:
 def _row_sum(seed: int) -> Result:
     _, a = naive_attention(*_qkv(seed)[:3])
     error = float((a.sum(-1) - 1).abs().max())
-    return Result("Σⱼ Aᵢⱼ = 1", f"max |row sum − 1| = {error:.1e}", _identity(error), {})
+    return Result("Σⱼ Aᵢⱼ = 1", f"max |row sum − 1| = {error:.1e}", _identity(error), {"error": error})
 
 
 def _orthogonal_key(seed: int) -> Result:
@@ -813,7 +833,10 @@ def _same_dimension(seed: int) -> Result:
     changed[:, 1:] += _randn(_gen(seed, 23), v.shape[0], v.shape[1] - 1)  # every column but the first
     moved = float((naive_attention(q, k, changed)[0][:, 0] - naive_attention(q, k, v)[0][:, 0]).abs().max())
     return Result(
-        "Zᵢ,c uses only V·,c", f"change V's other columns: Z·,1 moves {moved:g}", "right" if moved == 0 else "wrong", {}
+        "Zᵢ,c uses only V·,c",
+        f"change V's other columns: Z·,1 moves {moved:g}",
+        "right" if moved == 0 else "wrong",
+        {"moved": moved},
     )
 
 
@@ -852,7 +875,8 @@ def _qk_kq(seed: int, f: dict | None = None) -> Result:
 
 def _quadratic_form(seed: int) -> Result:
     f = bilinear_facts(seed)
-    return Result("XW_q(XW_k)ᵀ = X(W_qW_kᵀ)Xᵀ", f"max error {f['quadratic']:.1e}", _identity(f["quadratic"]), {})
+    error = f["quadratic"]
+    return Result("XW_q(XW_k)ᵀ = X(W_qW_kᵀ)Xᵀ", f"max error {error:.1e}", _identity(error), _max_error(error))
 
 
 def _shared_symmetric(seed: int, f: dict | None = None) -> Result:
@@ -882,7 +906,7 @@ def _self_attention_q_k_v(seed: int) -> Result:
     f = bilinear_facts(seed)
     same = asymmetry(gram(x))
     computed = f"Q = K = X: max |S − Sᵀ| = {same:g}; with W_Q, W_K: {f['separate']:.3f}"
-    return Result("Q = K = V = X", computed, "inexact", f)
+    return Result("Q = K = V = X", computed, "inexact", f | {"same": same})
 
 
 # 11. Theory of the other pages.
@@ -891,7 +915,9 @@ def _self_attention_q_k_v(seed: int) -> Result:
 def _nadaraya_watson(seed: int) -> Result:
     q, k, v, _ = _qkv(seed)
     error = float((nadaraya_watson(q, k, v)[0] - naive_attention(q, k, v)[0]).abs().max())
-    return Result("attention = Nadaraya–Watson, K = exp(q·k/√d_k)", f"max error {error:.1e}", _identity(error), {})
+    return Result(
+        "attention = Nadaraya–Watson, K = exp(q·k/√d_k)", f"max error {error:.1e}", _identity(error), _max_error(error)
+    )
 
 
 COLD = (1.0, 0.1, 0.01, 0.001)  # T as a multiple of the gap between the two largest logits
@@ -931,7 +957,10 @@ def _entropy_increasing(seed: int) -> Result:
     h = entropy(masked_softmax(z / grid))
     step = float(h.diff().min())
     return Result(
-        "H(T) strictly increasing", f"smallest step over 200 T: {step:.2e}", "right" if step > 0 else "wrong", {}
+        "H(T) strictly increasing",
+        f"smallest step over 200 T: {step:.2e}",
+        "right" if step > 0 else "wrong",
+        {"step": step},
     )
 
 
@@ -964,7 +993,7 @@ def _coprime(seed: int) -> Result:
         "repeat only after lcm",
         f"periods 3, 4, 5: first repeat at {first} (lcm = {math.lcm(*periods)})",
         "right" if first == math.lcm(*periods) else "wrong",
-        {},
+        {"first": first, "lcm": math.lcm(*periods)},
     )
 
 
@@ -973,7 +1002,7 @@ def _parity(score: str, residual: str):
         _, stats, _ = parity_samples(8, 16, seed)  # the geometry page's check, on the same seed
         value = stats[score][residual]
         label = "s(−q, −k) = s(q, k)" if score == "dot product" else "e(−q, −k) = −e(q, k)"
-        return Result(label, f"max residual {value:.1e}", _identity(value), {})
+        return Result(label, f"max residual {value:.1e}", _identity(value), {"residual": value, "form": "max_residual"})
 
     return check
 
@@ -981,7 +1010,8 @@ def _parity(score: str, residual: str):
 def _pe_rotation(seed: int) -> Result:
     pe = sinusoidal_encoding(40, 16)
     error = float((pe[30] - shift_matrix(7, 16) @ pe[23]).abs().max())
-    return Result("PE(pos + k) = M_k PE(pos)", f"pos 23, k = 7, d = 16: max error {error:.1e}", _identity(error), {})
+    computed = f"pos 23, k = 7, d = 16: max error {error:.1e}"
+    return Result("PE(pos + k) = M_k PE(pos)", computed, _identity(error), {"error": error})
 
 
 def _overflow(seed: int) -> Result:
@@ -999,7 +1029,7 @@ def _flash_exact(seed: int) -> Result:
     q, k, v = (_randn(gen, 256, 16) for _ in range(3))
     error = float((tiled_attention(q, k, v, block_q=32, block_k=32) - naive_attention(q, k, v)[0]).abs().max())
     computed = f"n = 256: max |tiled − naive| = {error:.1e}; largest score block 32×32 (naive: 256×256)"
-    return Result("exact output, memory O(n)", computed, _identity(error, scale=10.0), {})
+    return Result("exact output, memory O(n)", computed, _identity(error, scale=10.0), {"error": error})
 
 
 CLAIMS: tuple[Claim, ...] = (
