@@ -14,8 +14,8 @@ router.load_modules()  # first: one thread imports every page's modules while th
 
 import torch  # loaded above already: from here on, imports only name what the router uses
 
-from explorer.ui.frame import lesson_bar, log_run_cpu, page_title, share_panel, sidebar, sidebar_hidden
 from explorer.ui.connection import connection_words
+from explorer.ui.frame import lesson_bar, log_run_cpu, page_title, share_panel, sidebar, sidebar_hidden
 from explorer.ui.glossary import CURRENT
 from explorer.ui.heavy import settle_allocator
 from explorer.ui.i18n import language, t
