@@ -218,6 +218,8 @@ def table(fn, max_entries: int):
       session: pages never change a returned frame, array or dict in place (pandas' copy-on-write keeps what
       they derive from one apart);
     - within one run, the same call answered without even that look-up;
+    - a result missing when a class asks for it at once (a fresh server's first visits) computed once, the other
+      sessions waiting for it instead of computing it beside it on the same two cores;
     - the frames it returns remembered by origin: spec_of() keys a chart of such a frame by the call that made it
       instead of hashing its values.
     Arguments with no exact key of their own (a large frame of unknown origin, an object) go to st.cache_data."""
@@ -234,7 +236,7 @@ def table(fn, max_entries: int):
         result = results.get(where)
         if result is not None:
             return result
-        result = results[where] = store.get(where, lambda: _remembered(fn(*args, **kwargs), where))
+        result = results[where] = store.get_once(where, lambda: _remembered(fn(*args, **kwargs), where))
         return result
 
     return call
@@ -364,7 +366,7 @@ def memo(key: tuple, build: Callable[[], dict]) -> dict:
     other argument raises TypeError: a programming error, which the page tests meet."""
     code = getattr(build, "__code__", None)  # where build() is written: a changed page never meets its old entries
     where = (code.co_filename, code.co_firstlineno) if code is not None else (repr(build),)
-    return _SPECS.get(("memo", where, _key(key)), build)
+    return _SPECS.get_once(("memo", where, _key(key)), build)
 
 
 def shared(fn):
@@ -376,7 +378,7 @@ def shared(fn):
 
     @functools.wraps(fn)
     def call(*args):
-        return _SPECS.get(("shared", where, _key(args)), lambda: fn(*args))
+        return _SPECS.get_once(("shared", where, _key(args)), lambda: fn(*args))
 
     return call
 
@@ -402,7 +404,7 @@ def spec_of(builder, *args, properties: dict | None = None, data_key: tuple | No
             key = (name, big, _key(plain), _key(kwargs), _key(properties), ("data_key", _key(data_key), frames))
     except _Unkeyed:
         return _built_spec(name, args, kwargs, properties, big)
-    return _SPECS.get(key, lambda: _build(name, args, kwargs, properties, big))
+    return _SPECS.get_once(key, lambda: _build(name, args, kwargs, properties, big))
 
 
 def chart(figure, data: pd.DataFrame | None, name: str, *, where=None, width="stretch") -> None:

@@ -207,6 +207,31 @@ def test_a_table_computes_each_call_once_for_the_server_and_keeps_its_last_entri
     assert table(3, 0.5).equals(table(3, shift=0.5))  # a positional and a named argument: two keys, both right
 
 
+def test_a_class_asking_a_missing_table_at_once_computes_it_once():
+    import threading
+    import time
+
+    started, release, calls = threading.Event(), threading.Event(), []
+
+    def slow(n: int) -> pd.DataFrame:
+        calls.append(n)
+        started.set()
+        release.wait(5)
+        return weights_table(n, 0.0)
+
+    table, results = frame.table(slow, 4), []
+    students = [threading.Thread(target=lambda: results.append(table(3))) for _ in range(4)]
+    students[0].start()
+    started.wait(5)
+    for student in students[1:]:
+        student.start()
+    time.sleep(0.2)  # the others ask while the first still computes (a fresh server's first visits)
+    release.set()
+    for student in students:
+        student.join(5)
+    assert calls == [3] and len(results) == 4 and all(r is results[0] for r in results)
+
+
 def test_a_table_argument_with_no_exact_key_goes_to_streamlits_cache():
     def rows_of(frame_: pd.DataFrame) -> int:
         return len(frame_)
