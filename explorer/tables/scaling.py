@@ -728,6 +728,7 @@ def time_verdict(lo: float, hi: float, stated: float, theory: float = TIME_THEOR
         return "none"
     if math.isnan(stated):
         return "noisy"
+    lo, hi = round(lo, 2), round(hi, 2)  # judged on the range as printed: "(1.70–2.00)" holds 2, whatever 1.998 says
     return "below" if hi < theory else "above" if lo > theory else "holds"
 
 

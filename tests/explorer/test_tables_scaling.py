@@ -490,6 +490,8 @@ def test_a_range_wider_than_the_bound_states_no_slope_and_the_text_says_so():
     assert text == f"? ({wild.time_lo:.2f}–{wild.time_hi:.2f})"
     assert tables.time_verdict(wild.time_lo, wild.time_hi, wild.time_stated) == "noisy"
     assert tables.time_verdict(1.7, 1.8, 1.75) == "below" and tables.time_verdict(2.1, 2.3, 2.2) == "above"
+    # judged on the range as printed: "1.91 (1.70–2.00)" holds 2 (CI showed it beside "below 2" for a 1.998)
+    assert tables.time_verdict(1.7, 1.998, 1.91) == "holds" and tables.time_verdict(2.004, 2.3, 2.1) == "holds"
     # the legend states no slope the table does not
     assert math.isnan(
         tables.legend_slopes(tables.slopes(repeat_rows(2.0, [[1, 1.5, 2, 4, 9]] * 5)), "time_stated", "live")["sdpa"]
