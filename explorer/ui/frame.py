@@ -559,11 +559,16 @@ def lesson_bar(current: PageInfo | None, *, bottom: bool = False) -> None:
 
 
 def view_link(**override) -> str:
-    """The address of this view: the page and every control's value (override or drop some with None); never the
-    mark of heavy work under way, which would tell whoever opens the link that their run was cut short."""
-    params = {k: v for k, v in st.query_params.to_dict().items() if k not in override and k != RUNNING}
+    """The address of this view: the page and every control's value (override or drop some with None)."""
+    params = {k: v for k, v in st.query_params.to_dict().items() if k not in override}
     params.update({k: v for k, v in override.items() if v is not None})
-    base = st.context.url or ""
+    return _address(st.context.url or "", params)
+
+
+def _address(base: str, params: dict) -> str:
+    """base with params as its query, less the mark of heavy work under way (heavy.RUNNING), which would tell
+    whoever opens the link that their run was cut short."""
+    params = {k: v for k, v in params.items() if k != RUNNING}
     return base + ("?" + urllib.parse.urlencode(params, safe=",") if params else "")
 
 
@@ -688,7 +693,7 @@ def class_link(base: str, params: dict, defaults: dict, **override) -> str:
     params = {k: v for k, v in params.items() if k not in override and defaults.get(k, object()) != v}
     params.pop("projector", None)
     params.update({k: v for k, v in override.items() if v is not None})
-    return base + ("?" + urllib.parse.urlencode(params, safe=",") if params else "")
+    return _address(base, params)
 
 
 @functools.lru_cache(maxsize=16)

@@ -7,7 +7,7 @@ import urllib.parse
 from app_helpers import open_link
 from PIL import Image
 
-from explorer.ui.frame import QR_PX, SHARE_OPEN, TEACHER_OPEN, class_base, qr_png
+from explorer.ui.frame import QR_PX, SHARE_OPEN, TEACHER_OPEN, class_base, class_link, qr_png
 
 PAGE = "views/sqrt_dk.py"
 
@@ -37,6 +37,12 @@ def test_the_class_link_leaves_out_what_is_at_its_default():
     assert params(teacher) == {"lesson": "true"}
     at.select_slider(key="d_k").set_value(512).run()
     assert params(at.sidebar.get("code")[1].value) == {"d_k": "512", "lesson": "true"}
+
+
+def test_the_class_link_never_carries_the_mark_of_heavy_work_under_way():
+    here = {"d_k": "512", "running": "benchmark"}  # the teacher's address while a benchmark runs
+    link = class_link("http://host/sqrt_dk", here, {"d_k": "64"}, lesson="true")
+    assert params(link) == {"d_k": "512", "lesson": "true"}
 
 
 def test_a_loopback_address_becomes_the_network_address_students_can_reach():
