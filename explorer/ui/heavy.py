@@ -117,10 +117,11 @@ class Line:
                 self._cond.notify_all()
 
 
-def _slots() -> int:
-    raw = os.environ.get("ATTN_HEAVY_SLOTS", "1")
+def slots(variable: str = "ATTN_HEAVY_SLOTS", default: int = 1) -> int:
+    """How many runs a line lets run at once: the environment variable's whole number >= 1, else `default`."""
+    raw = os.environ.get(variable, str(default))
     if not raw.isdigit() or int(raw) < 1:
-        raise ValueError(f"ATTN_HEAVY_SLOTS must be a whole number >= 1, got {raw!r}")
+        raise ValueError(f"{variable} must be a whole number >= 1, got {raw!r}")
     return int(raw)
 
 
@@ -309,7 +310,7 @@ def short_of_memory_text(count: int, smallest_need_mib: float) -> str:
 @st.cache_resource
 def server_line() -> Line:
     """The one line of the whole server (shared by every session: st.cache_resource)."""
-    return Line(_slots(), max_waiting=30)
+    return Line(slots(), max_waiting=30)
 
 
 def stop_check() -> Callable[[], None]:

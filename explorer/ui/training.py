@@ -23,7 +23,6 @@ from __future__ import annotations
 import collections
 import heapq
 import math
-import os
 import threading
 import time
 from collections.abc import Callable, Hashable
@@ -49,8 +48,7 @@ MAX_WAITING = 60  # runs waiting (not training) in the whole server: two per stu
 MIN_STEPS = 20
 
 
-class Full(RuntimeError):
-    """The line is as long as it may get: the viewer is told to try again later."""
+Full = heavy.Full  # the same refusal as the benchmarks' line: the viewer is told to try again later
 
 
 class Shelf:
@@ -282,17 +280,10 @@ class TrainingLine:
             self._end(job)
 
 
-def _slots() -> int:
-    raw = os.environ.get("ATTN_TRAIN_SLOTS", "2")
-    if not raw.isdigit() or int(raw) < 1:
-        raise ValueError(f"ATTN_TRAIN_SLOTS must be a whole number >= 1, got {raw!r}")
-    return int(raw)
-
-
 @st.cache_resource
 def server_line() -> TrainingLine:
     """The server's one training line and its shelf (st.cache_resource: shared by every session)."""
-    return TrainingLine(_slots())
+    return TrainingLine(heavy.slots("ATTN_TRAIN_SLOTS", 2))
 
 
 def results() -> Shelf:
