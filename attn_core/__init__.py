@@ -62,7 +62,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ),
     "symmetry": ("equivariance_error", "make_permutation", "parse_permutation", "permutation_matrix"),
     "tiled": ("TiledTrace", "TileStep", "tiled_attention", "tiled_attention_trace"),
-    "flash_triton": ("flash_attention", "flash_available"),
+    "flash_triton": ("flash_attention", "flash_available", "flash_compiled"),
 }
 _HOME = {name: module for module, names in _EXPORTS.items() for name in names}
 __all__ = sorted(_HOME)

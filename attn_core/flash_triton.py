@@ -73,6 +73,12 @@ def flash_available(device) -> tuple[bool, str]:
     return False, f"the Triton kernel does not run on {device.type} tensors; {_FALLBACK}"
 
 
+def flash_compiled(device) -> bool:
+    """Whether flash_attention runs on `device` as a compiled GPU kernel, not under Triton's interpreter (exact
+    but far too slow to time): the only mode whose speed means anything."""
+    return torch.device(device).type == "cuda" and flash_available(device)[0] and not _mode()[0]
+
+
 def _require_runnable(device: torch.device) -> None:
     ok, reason = flash_available(device)
     if ok:

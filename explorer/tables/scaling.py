@@ -16,7 +16,6 @@ import functools
 import io
 import json
 import math
-import os
 import shlex
 import time
 from collections.abc import Mapping
@@ -117,10 +116,9 @@ def triton_runs(device: str) -> bool:
     it runs only under Triton's interpreter (TRITON_INTERPRET=1), exact but far too slow to time: for tests."""
     if torch.device(device).type != "cuda" or not torch.cuda.is_available():
         return False  # decided before importing triton, which is slow and optional
-    from attn_core import flash_available
+    from attn_core import flash_compiled
 
-    interpreted = os.environ.get("TRITON_INTERPRET", "0").lower() in ("1", "true", "on", "yes")
-    return flash_available(device)[0] and not interpreted
+    return flash_compiled(device)
 
 
 def budget_options() -> tuple[float, ...]:

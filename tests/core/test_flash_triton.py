@@ -31,7 +31,7 @@ finally:  # the rest of the session sees the variable as it was: CPU flash unava
         os.environ["TRITON_INTERPRET"] = _saved_env
 
 from attn_core import causal_mask, flash_triton, naive_attention  # noqa: E402
-from attn_core.flash_triton import flash_attention, flash_available, launch_settings  # noqa: E402
+from attn_core.flash_triton import flash_attention, flash_available, flash_compiled, launch_settings  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -517,6 +517,17 @@ def test_flash_available_under_the_interpreter():
     assert not ok and "tiled_attention" in reason
     if not torch.cuda.is_available():
         assert not flash_available("cuda")[0]
+
+
+def test_flash_compiled_is_a_gpu_kernel_outside_the_interpreter(monkeypatch):
+    assert flash_available("cpu")[0] and not flash_compiled("cpu")  # the interpreter runs it, too slow to time
+    runnable = {"ok": True}
+    monkeypatch.setattr(flash_triton, "flash_available", lambda device: (runnable["ok"], ""))
+    for interpreted, compiled in ((True, False), (False, True)):
+        monkeypatch.setattr(flash_triton, "_mode", lambda interpreted=interpreted: (interpreted, interpreted))
+        assert flash_compiled("cuda") is compiled
+    runnable["ok"] = False
+    assert not flash_compiled("cuda")
 
 
 def _python(code: str, prelude: str = "") -> dict:
