@@ -94,6 +94,25 @@ def check_mask(mask, logits_shape: torch.Size, device: torch.device) -> torch.Te
     return mask.to(device)
 
 
+def softmax_dtype(dtype: torch.dtype) -> torch.dtype:
+    """Half-precision logits are exponentiated in fp32, as every fused kernel does."""
+    return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+
+
+def check_attention(q, k, v, scale, temperature) -> tuple[int, int, int, float, float]:
+    """The checks of an attention forward (naive and tiled alike), in one order so that inputs with several
+    faults get the same message from both: q, k, v (check_qkv), scale, temperature, finite entries, then logits
+    q.k * scale / temperature that fit the softmax dtype. Returns (n_q, n_k, d_k, scale, temperature), the
+    default scale resolved."""
+    n_q, n_k, d_k, _ = check_qkv(q, k, v)
+    scale = resolve_scale(scale, d_k)
+    temperature = check_positive("temperature", temperature)
+    for name, x in (("q", q), ("k", k), ("v", v)):
+        check_finite(name, x)
+    check_logit_range(q, k, scale / temperature, softmax_dtype(q.dtype))
+    return n_q, n_k, d_k, scale, temperature
+
+
 def resolve_scale(scale, d_k: int) -> float:
     """Default scale 1/sqrt(d_k); an explicit scale must be a finite number > 0."""
     if scale is None:

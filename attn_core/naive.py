@@ -9,23 +9,11 @@ from __future__ import annotations
 
 import torch
 
-from attn_core._checks import (
-    check_finite,
-    check_logit_range,
-    check_mask,
-    check_positive,
-    check_qkv,
-    resolve_scale,
-)
+from attn_core._checks import check_attention, check_mask, softmax_dtype
 from attn_core.budget import check_budget, tensor_bytes
 
 # logits, exp(logits - max) and the weights are alive together at the peak (measured by attn_core.bench)
 SCORE_COPIES = 3
-
-
-def softmax_dtype(dtype: torch.dtype) -> torch.dtype:
-    """Half-precision logits are exponentiated in fp32, as every fused kernel does."""
-    return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
 
 
 def masked_softmax(logits: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
@@ -79,12 +67,7 @@ def attention_logits(q: torch.Tensor, k: torch.Tensor, scale: float, temperature
 
 def naive_attention(q, k, v, mask=None, *, scale=None, temperature=1.0):
     """Return (output (..., n_q, d_v), weights (..., n_q, n_k)), materialising all n_q x n_k logits."""
-    n_q, n_k, d_k, _ = check_qkv(q, k, v)
-    scale = resolve_scale(scale, d_k)
-    temperature = check_positive("temperature", temperature)
-    for name, x in (("q", q), ("k", k), ("v", v)):
-        check_finite(name, x)
-    check_logit_range(q, k, scale / temperature, softmax_dtype(q.dtype))
+    n_q, n_k, _, scale, temperature = check_attention(q, k, v, scale, temperature)
     logits_shape = (*torch.broadcast_shapes(q.shape[:-2], k.shape[:-2]), n_q, n_k)
     check_budget(
         tensor_bytes(logits_shape, softmax_dtype(q.dtype), SCORE_COPIES),

@@ -10,24 +10,15 @@ After the last tile, output = acc / l. Only one block_q x block_k tile of logits
 
 from __future__ import annotations
 
+import inspect
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import torch
 
-from attn_core._checks import (
-    _NORM_CHUNK_ELEMENTS,
-    check_finite,
-    check_int,
-    check_logit_range,
-    check_mask,
-    check_positive,
-    check_qkv,
-    resolve_scale,
-)
+from attn_core._checks import _NORM_CHUNK_ELEMENTS, check_attention, check_int, check_mask, softmax_dtype
 from attn_core.budget import check_budget, tensor_bytes
-from attn_core.naive import softmax_dtype
 
 # (block_q, block_k) by (device type, causal): the fastest measured with tools/tile_sweep.py on a 2-core CPU
 # (benchmarks/cpu_attention.md): within noise of the best at n = 512 ... 8192, H = 4 or 8, d = 64 or 128.
@@ -76,21 +67,9 @@ def _normalise(acc: torch.Tensor, row_sum: torch.Tensor) -> torch.Tensor:
     return acc / safe.unsqueeze(-1)
 
 
-def tiled_working_bytes(
-    batch: int,
-    n_q: int,
-    n_k: int,
-    d_k: int,
-    d_v: int,
-    dtype: torch.dtype,
-    block_q,
-    block_k,
-    *,
-    masked: bool = True,
-    causal: bool = True,
-):
+def tiled_working_bytes(*shape, **flags) -> int:
     """Bytes tiled_attention allocates beyond q, k, v and a mask without a gradient, for inputs of one batch
-    shape (an upper bound, checked by tests). batch: the product of the leading dims.
+    shape (an upper bound, checked by tests); its arguments are tiled_working_parts'.
 
     Per batch entry: the output (n x d; for half inputs also fp32 copies of q, k, v and the output's cast
     back), one block_q x block_k logits tile, a block_q x d_v accumulator and four rows of state, and the
@@ -98,7 +77,7 @@ def tiled_working_bytes(
     Before all that, and freed before it starts, the check of the logits' range holds q or k in float64 a
     slice of at most _NORM_CHUNK_ELEMENTS at a time, and its row norms.
     """
-    parts = tiled_working_parts(batch, n_q, n_k, d_k, d_v, dtype, block_q, block_k, masked=masked, causal=causal)
+    parts = tiled_working_parts(*shape, **flags)
     return max(parts["check"], parts["arrays"] + parts["tiles"]) + parts["diagonal"]
 
 
@@ -112,13 +91,14 @@ def tiled_working_parts(
     block_q,
     block_k,
     *,
-    masked=True,
-    causal=True,
+    masked: bool = True,
+    causal: bool = True,
 ) -> dict[str, int]:
     """tiled_working_bytes in its parts, bytes each: "check" (the range check, alone before the rest), "arrays"
     (what grows with n: the output, for half inputs fp32 copies of q, k, v), "tiles" (the fixed tiles and
     their row state) and "diagonal" (the causal diagonal's tile). The working memory is
-    max(check, arrays + tiles) + diagonal: the part that holds the peak tells how it grows with n."""
+    max(check, arrays + tiles) + diagonal: the part that holds the peak tells how it grows with n.
+    batch: the product of the leading dims."""
     f, io = softmax_dtype(dtype).itemsize, dtype.itemsize
     bq, bk = min(block_q, n_q), min(block_k, n_k)
     half = f != io
@@ -134,6 +114,10 @@ def tiled_working_parts(
         "tiles": batch * tile,
         "diagonal": bq * bk if causal else 0,
     }
+
+
+# One signature for both: help() and inspect show tiled_working_parts' parameters on tiled_working_bytes too.
+tiled_working_bytes.__signature__ = inspect.signature(tiled_working_parts).replace(return_annotation="int")
 
 
 def default_blocks(n_q: int, n_k: int, device="cpu", causal: bool = False) -> tuple[int, int]:
@@ -159,12 +143,7 @@ def _prepare(q, k, v, mask, scale, temperature, block_q, block_k):
     """Validate, cast to the softmax dtype and broadcast leading dims (views, no copies).
 
     Returns q, k, v, mask and the factor scale / temperature that multiplies q k^T."""
-    n_q, n_k, d_k, _ = check_qkv(q, k, v)
-    scale = resolve_scale(scale, d_k)
-    temperature = check_positive("temperature", temperature)
-    for name, x in (("q", q), ("k", k), ("v", v)):
-        check_finite(name, x)
-    check_logit_range(q, k, scale / temperature, softmax_dtype(q.dtype))
+    n_q, n_k, d_k, scale, temperature = check_attention(q, k, v, scale, temperature)
     check_int("block_q", block_q, minimum=1)
     check_int("block_k", block_k, minimum=1)
     batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])

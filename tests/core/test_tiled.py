@@ -172,3 +172,17 @@ def test_peak_memory_stays_within_tiled_working_bytes_and_grows_linearly(dtype, 
         peaks[n] = counter.peak
         assert counter.peak <= tiled_working_bytes(6, n, n, 16, 16, dtype, bq, bk)
     assert peaks[512] <= 2.2 * peaks[256]  # O(n): 4x for an n x n matrix
+
+
+def test_the_byte_count_and_its_parts_take_one_signature():
+    import inspect
+
+    from attn_core.tiled import tiled_working_bytes, tiled_working_parts
+
+    parts, total = (inspect.signature(f) for f in (tiled_working_parts, tiled_working_bytes))
+    assert parts.parameters == total.parameters  # written once, on tiled_working_parts
+    args = (6, 300, 200, 16, 8, torch.float16, 64, 128)
+    p = tiled_working_parts(*args, masked=False)
+    assert tiled_working_bytes(*args, masked=False) == max(p["check"], p["arrays"] + p["tiles"]) + p["diagonal"]
+    with pytest.raises(TypeError, match="mask"):
+        tiled_working_bytes(*args, mask=False)
