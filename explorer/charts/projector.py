@@ -121,18 +121,45 @@ def _width(text: str) -> float:
     return sum(1.0 if _WIDE.match(c) else 0.56 for c in text)
 
 
+# A line never starts with a closing mark nor ends with an opening one (a lone "）" on the last line of a title)
+_CLOSING = set(")]}）】」』》〉，。、：；！？,.;:!?%…’”")
+_OPENING = set("([{（【「『《〈‘“")
+
+
 def wrap(text: str, ems: float) -> list[str]:
-    """text in lines of at most `ems` ems (a longer word keeps a line of its own); CJK text breaks anywhere."""
-    lines, line = [], ""
+    """text in lines of at most `ems` ems (a longer word keeps a line of its own); CJK text breaks anywhere, but
+    not before a closing mark or after an opening one: the word beside such a mark moves to the next line with it."""
+    lines, line = [], []
     for token in _TOKENS.findall(text):
-        if line.strip() and _width(line + token.rstrip()) > ems:
-            lines.append(line.strip())
-            line = "" if token.isspace() else token
+        if "".join(line).strip() and _width("".join(line) + token.rstrip()) > ems:
+            if _words(line) == 1 and not token.isspace() and (token[0] in _CLOSING or line[-1][-1] in _OPENING):
+                line.append(token)  # a lone word with its mark: a line a little too wide beats a line of a mark
+                continue
+            carried = [] if token.isspace() else [token]
+            while _words(line) > 1 and carried and carried[0][0] in _CLOSING:
+                carried.insert(0, _pop_word(line))
+            while _words(line) > 0 and line[-1][-1] in _OPENING:
+                carried.insert(0, _pop_word(line))
+            if "".join(line).strip():
+                lines.append("".join(line).strip())
+            line = carried
         else:
-            line += token
-    if line.strip():
-        lines.append(line.strip())
+            line.append(token)
+    if "".join(line).strip():
+        lines.append("".join(line).strip())
     return lines or [text]
+
+
+def _words(tokens: list[str]) -> int:
+    return sum(not token.isspace() for token in tokens)
+
+
+def _pop_word(tokens: list[str]) -> str:
+    """The last word of a line, taken off it with the spaces before it."""
+    word = tokens.pop()
+    while tokens and tokens[-1].isspace():
+        tokens.pop()
+    return word
 
 
 def _wrap_title(title, room: float, font: float = TITLE_FONT):

@@ -2,6 +2,7 @@
 cached spec it starts from left untouched."""
 
 import copy
+import itertools
 import json
 import re
 
@@ -23,6 +24,10 @@ from explorer.charts.projector import (
     wrap,
 )
 from explorer.ui.frame import spec_of
+from explorer.ui.i18n import LANGUAGES, catalog
+
+CLOSING_MARKS = set(")]}）】」』》〉，。、：；！？,;:!?%…’”")
+OPENING_MARKS = set("([{（【「『《〈‘“")
 
 ROW = pd.DataFrame({"key": [0, 1, 2], "weight": [0.5, 0.3, 0.2], "series": ["scaled"] * 3})
 TEXT = {"title": "t", "x": "key", "y": "weight", "legend": "logits", "uniform": "1/n"}
@@ -86,6 +91,20 @@ def test_long_titles_break_into_lines_in_english_and_chinese():
     spec = projected(to_spec(charts.softmax_bars(ROW, {**TEXT, "title": title * 2}, NAMES)))
     narrow, wide = (_pick(spec["title"]["text"]["expr"], width) for width in (340, 1200))
     assert len(narrow) > len(wide) >= 1 and " ".join(wide) == title * 2  # as many lines as the chart's width needs
+
+
+def test_no_line_of_a_chart_title_starts_with_a_closing_mark_or_ends_with_an_opening_one():
+    """zh projector mode wrapped the sqrt_dk histogram's x title as '分数（… q·k /' and a lone '）'."""
+    assert wrap("分数（未缩放的 q·k，或 q·k / √d_k）", 340 / 19)[-1] != "）"
+    bad = []
+    for lang in LANGUAGES:
+        titles = [text for key, text in catalog(lang).items() if ".charts." in key and isinstance(text, str)]
+        for text in titles:
+            for ems in (4, 6, 8, 10, 12, 14, 17.9, 20, 25, 30):
+                lines = wrap(text, ems)
+                bad += [(lang, text, ems, lines) for a, b in itertools.pairwise(lines) if b[0] in CLOSING_MARKS]
+                bad += [(lang, text, ems, lines) for line in lines[:-1] if line[-1] in OPENING_MARKS]
+    assert not bad, bad[:5]
 
 
 def test_projector_mode_is_part_of_the_cache_key(monkeypatch):
