@@ -1,5 +1,8 @@
 """Watch attention learn: toy tasks with a known right alignment, a tiny model, and a training loop with snapshots."""
 
+from attn_core.learn.decoder import CausalDecoder
+from attn_core.learn.heads import SCORES, head_scores, split_losses
+from attn_core.learn.induction import InductionConfig, probe_sequence, repeated_batch
 from attn_core.learn.model import TinyAttentionModel
 from attn_core.learn.scaling import ScalingComparison, compare_scaling, run_summary
 from attn_core.learn.tasks import TASK_NAMES, Batch, Task, make_task, parse_tokens
@@ -16,8 +19,11 @@ from attn_core.learn.train import (
 )
 
 __all__ = [
+    "SCORES",
     "TASK_NAMES",
     "Batch",
+    "CausalDecoder",
+    "InductionConfig",
     "LearnConfig",
     "Prediction",
     "ScalingComparison",
@@ -26,12 +32,16 @@ __all__ = [
     "TinyAttentionModel",
     "TrainResult",
     "compare_scaling",
+    "head_scores",
     "make_task",
     "one_thread",
     "parse_tokens",
     "predict",
+    "probe_sequence",
+    "repeated_batch",
     "run_summary",
     "snapshot_steps",
+    "split_losses",
     "train",
     "train_iter",
 ]

@@ -1,0 +1,321 @@
+import math
+
+import pytest
+import torch
+
+from attn_core.learn import CausalDecoder, InductionConfig, head_scores, probe_sequence, repeated_batch, split_losses
+from attn_core.learn.heads import SCORES, repeated_pairs
+
+SEGMENT = 5  # hand-made maps: a segment of 5 distinct tokens repeated to 17 positions
+N = 17
+
+
+def _repeated(segment=SEGMENT, n=N):
+    return (torch.arange(n) % segment)[None, :] + 3  # (1, n), tokens 3..7
+
+
+def _one_key_map(keys) -> torch.Tensor:
+    """(1, 1, n, n): query i puts all its weight on key keys[i] (<= i)."""
+    n = len(keys)
+    w = torch.zeros(1, 1, n, n)
+    w[0, 0, torch.arange(n), torch.tensor(keys)] = 1.0
+    return w
+
+
+def _uniform_map(n=N) -> torch.Tensor:
+    w = torch.tril(torch.ones(n, n))
+    return (w / w.sum(-1, keepdim=True))[None, None]
+
+
+def test_previous_token_map_scores_one_as_previous_token_and_nothing_else():
+    s = head_scores([_one_key_map([0] + list(range(N - 1)))], _repeated())
+    assert set(s) == set(SCORES)
+    assert s["previous_token"].item() == pytest.approx(1.0)
+    assert s["induction"].item() == pytest.approx(0.0)
+    assert s["duplicate_token"].item() == pytest.approx(0.0)
+    assert s["first_token"].item() == pytest.approx(1 / (N - 1))  # only query 1's previous token is token 0
+    assert s["entropy"].item() == pytest.approx(0.0)
+
+
+def test_induction_map_on_a_repeated_sequence_scores_one_as_induction():
+    # queries in the copies look at the token after the previous occurrence of their own token: i - SEGMENT + 1;
+    # the first copy's queries have none and look at themselves
+    keys = list(range(SEGMENT)) + [i - SEGMENT + 1 for i in range(SEGMENT, N)]
+    s = head_scores([_one_key_map(keys)], _repeated())
+    assert s["induction"].item() == pytest.approx(1.0)
+    assert s["previous_token"].item() == pytest.approx(0.0)
+    assert s["duplicate_token"].item() == pytest.approx(0.0)
+
+
+def test_duplicate_token_map_scores_one_as_duplicate_token():
+    keys = [0] * SEGMENT + [i - SEGMENT for i in range(SEGMENT, N)]
+    s = head_scores([_one_key_map(keys)], _repeated())
+    assert s["duplicate_token"].item() == pytest.approx(1.0)
+    assert s["induction"].item() == pytest.approx(0.0)
+
+
+def test_uniform_map_entropy_is_log_of_keys_seen_and_sink_is_one_over_them():
+    s = head_scores([_uniform_map()], _repeated())
+    i = torch.arange(1, N, dtype=torch.float64)
+    assert s["entropy"].item() == pytest.approx(float(torch.log(i + 1).mean()), rel=1e-5)
+    assert s["first_token"].item() == pytest.approx(float((1 / (i + 1)).mean()), rel=1e-5)
+    assert s["previous_token"].item() == pytest.approx(float((1 / (i + 1)).mean()), rel=1e-5)
+
+
+def test_induction_counts_every_earlier_occurrence_and_only_queries_that_have_one():
+    tokens = torch.tensor([[1, 2, 1, 3, 1]])  # query 4 has earlier 1s at 0 and 2: induction keys 1 and 3
+    w = torch.zeros(1, 1, 5, 5)
+    w[0, 0, :, 0] = 1.0  # queries without an earlier copy (0, 1, 3) do not count, whatever they do
+    w[0, 0, 2] = torch.tensor([0.0, 0.7, 0.3, 0, 0])
+    w[0, 0, 4] = torch.tensor([0.1, 0.2, 0.1, 0.4, 0.2])
+    s = head_scores([w], tokens)
+    assert s["induction"].item() == pytest.approx((0.7 + 0.6) / 2)
+    assert s["duplicate_token"].item() == pytest.approx((0.0 + 0.2) / 2)
+
+
+def test_scores_land_in_their_layer_and_head():
+    prev = _one_key_map([0] + list(range(N - 1)))
+    ind = _one_key_map([0] * SEGMENT + [i - SEGMENT + 1 for i in range(SEGMENT, N)])
+    layer0 = torch.cat([_uniform_map(), prev], dim=1)  # (1, 2, n, n)
+    layer1 = torch.cat([ind, _uniform_map()], dim=1)
+    s = head_scores([layer0, layer1.half()], _repeated())
+    assert s["induction"].shape == (2, 2)
+    assert s["previous_token"][0, 1] == pytest.approx(1.0) and s["previous_token"][0, 0] < 0.3
+    assert s["induction"][1, 0] == pytest.approx(1.0) and s["induction"][1, 1] < 0.3
+
+
+def test_a_score_with_no_qualifying_query_is_nan():
+    s = head_scores([_uniform_map(4)], torch.tensor([[1, 2, 3, 4]]))
+    assert math.isnan(s["induction"].item()) and math.isnan(s["duplicate_token"].item())
+
+
+@pytest.mark.parametrize(
+    "weights, tokens, word",
+    [
+        ([], _repeated(), "weights"),
+        (torch.zeros(1, 1, N, N), _repeated(), "weights"),
+        ([torch.zeros(1, 1, N, N - 1)], _repeated(), r"weights\[0\]"),
+        ([torch.zeros(1, 1, N, N), torch.zeros(1, 2, N, N)], _repeated(), r"weights\[1\]"),
+        ([torch.zeros(1, 1, N, N, dtype=torch.long)], _repeated(), r"weights\[0\]"),
+        ([_uniform_map()], _repeated().float(), "tokens"),
+        ([_uniform_map()], _repeated()[0], "tokens"),
+    ],
+)
+def test_head_scores_bad_arguments_name_themselves(weights, tokens, word):
+    with pytest.raises(ValueError, match=word):
+        head_scores(weights, tokens)
+
+
+def test_repeated_pairs_mark_pairs_seen_before():
+    tokens = torch.tensor([[1, 2, 3, 1, 2, 4, 1, 2]])
+    # pairs: 12 23 31 12 24 41 12 -> the 4th and 7th repeat an earlier pair
+    assert repeated_pairs(tokens)[0].tolist() == [False, False, False, True, False, False, True]
+
+
+def test_split_losses_on_logits_that_copy_only_where_copying_can():
+    tokens = _repeated()
+    vocab = 9
+    logits = torch.zeros(1, N, vocab)
+    right = torch.nn.functional.one_hot(tokens[0, 1:], vocab).float() * 50
+    # confident from position SEGMENT on; position SEGMENT - 1 predicts the first copy's start after its end,
+    # a pair never seen: copying cannot know the segment ended there
+    logits[0, SEGMENT : N - 1] = right[SEGMENT:]
+    out = split_losses(logits, tokens)
+    assert out["repeated"] == pytest.approx(0.0, abs=1e-6)
+    assert out["first_seen"] == pytest.approx(math.log(vocab), rel=1e-6)
+    n_first = SEGMENT
+    assert out["all"] == pytest.approx(n_first * math.log(vocab) / (N - 1), rel=1e-6)
+
+
+def test_split_losses_bad_arguments():
+    with pytest.raises(ValueError, match="logits"):
+        split_losses(torch.zeros(1, N, 3, 2), _repeated())
+    with pytest.raises(ValueError, match="tokens"):
+        split_losses(torch.zeros(1, 1, 3), torch.zeros(1, 1, dtype=torch.long))
+
+
+# --- the decoder ---
+
+
+def _model(**kw):
+    args = dict(d_model=16, num_heads=2, layers=2)
+    args.update(kw)
+    return CausalDecoder(11, 12, generator=torch.Generator().manual_seed(0), **args)
+
+
+def _tokens(b=3, n=12, seed=1):
+    return torch.randint(0, 11, (b, n), generator=torch.Generator().manual_seed(seed))
+
+
+@pytest.mark.parametrize("kw", [{}, {"mlp": True}, {"positions": "sinusoidal"}, {"layers": 1, "num_heads": 4}])
+def test_decoder_shapes_causality_and_rebuild_from_config(kw):
+    model = _model(**kw)
+    x = _tokens()
+    logits, weights = model(x)
+    assert logits.shape == (3, 12, 11)
+    assert len(weights) == model.config["layers"]
+    for w in weights:
+        assert w.shape == (3, model.config["num_heads"], 12, 12)
+        assert torch.allclose(w.sum(-1), torch.ones(()))
+        assert float(torch.triu(w.detach(), diagonal=1).abs().max()) == 0.0  # no query sees a later key
+    changed = x.clone()
+    changed[:, 7] = (changed[:, 7] + 1) % 11
+    assert torch.equal(model(changed)[0][:, :7], logits[:, :7])  # a later token never changes earlier logits
+    twin = CausalDecoder(**model.config, generator=torch.Generator().manual_seed(5))
+    twin.load_state_dict(model.state_dict())
+    assert torch.equal(twin(x)[0], logits)
+
+
+def test_decoder_attention_matches_multihead_attention():
+    """The per-head path (needed for knockout) computes exactly what MultiHeadAttention.forward does."""
+    from attn_core.masks import causal_mask
+
+    model = _model()
+    block = model.blocks[0]
+    h = model.embed(_tokens()) + model.pos[:12]
+    mask = causal_mask(12)
+    ours, w = block(h, mask)
+    ref_out, ref_w = block.attn(block.norm_attn(h), mask=mask)
+    assert torch.allclose(ours, h + ref_out, atol=1e-6)
+    assert torch.allclose(w, ref_w)
+
+
+@pytest.mark.parametrize("mode", ["zero", "mean"])
+def test_knockout_removes_only_that_heads_contribution(mode):
+    """Knocking out head 1 of layer 1 equals removing its columns of W_o (plus, for mean, a constant bias)."""
+    model, x = _model(), _tokens()
+    d_k = model.config["d_model"] // model.config["num_heads"]
+    cols = slice(d_k, 2 * d_k)
+    with torch.no_grad():
+        base_logits, base_w = model(x)
+        knocked_logits, knocked_w = model(x, knockout=frozenset({(1, 1)}), knockout_mode=mode)
+        edited = _model()
+        edited.load_state_dict(model.state_dict())
+        w_o = edited.blocks[1].attn.w_o
+        if mode == "mean":
+            block = model.blocks[1]
+            h = model.embed(x) + model.pos[:12]
+            h = model.blocks[0](h, torch.ones(12, 12).tril().bool())[0]
+            xn = block.norm_attn(h)
+            b, n, _ = xn.shape
+            v = block.attn.w_v(xn).view(b, n, 2, d_k).transpose(1, 2)
+            heads = base_w[1] @ v  # (B, H, n, d_k)
+            w_o.bias += w_o.weight[:, cols] @ heads[:, 1].mean(dim=(0, 1))
+        w_o.weight[:, cols] = 0.0
+        expected = edited(x)[0]
+    assert torch.allclose(knocked_logits, expected, atol=1e-5)
+    assert not torch.allclose(knocked_logits, base_logits, atol=1e-3)
+    # the knocked head still attends; layer 1 is the last, so no map moves
+    for a, b in zip(base_w, knocked_w, strict=True):
+        assert torch.equal(a, b)
+
+
+def test_knocking_out_layer_0_moves_layer_1s_maps_not_layer_0s():
+    model, x = _model(), _tokens()
+    with torch.no_grad():
+        _, base = model(x)
+        _, knocked = model(x, knockout={(0, 0)})
+    assert torch.equal(base[0], knocked[0])
+    assert not torch.allclose(base[1], knocked[1])
+
+
+@pytest.mark.parametrize(
+    "kwargs, word",
+    [
+        ({"knockout": {(2, 0)}}, "knockout"),
+        ({"knockout": {(0, 2)}}, "knockout"),
+        ({"knockout": {(0,)}}, "knockout"),
+        ({"knockout": "0,1"}, "knockout"),
+        ({"knockout_mode": "resample"}, "knockout_mode"),
+    ],
+)
+def test_decoder_bad_knockout_names_the_argument(kwargs, word):
+    with pytest.raises(ValueError, match=word):
+        _model()(_tokens(), **kwargs)
+
+
+@pytest.mark.parametrize(
+    "tokens",
+    [torch.zeros(2, 13, dtype=torch.long), torch.full((1, 4), 11), torch.zeros(1, 4), torch.zeros(4, dtype=torch.long)],
+)
+def test_decoder_bad_tokens(tokens):
+    with pytest.raises(ValueError, match="tokens"):
+        _model()(tokens)
+
+
+@pytest.mark.parametrize(
+    "kw, word",
+    [
+        ({"d_model": 15}, "d_model"),
+        ({"num_heads": 0}, "num_heads"),
+        ({"layers": 0}, "layers"),
+        ({"mlp": 1}, "mlp"),
+        ({"positions": "rotary"}, "positions"),
+        ({"generator": 0}, "generator"),
+    ],
+)
+def test_decoder_bad_architecture(kw, word):
+    args = dict(d_model=16, num_heads=2, layers=2, generator=torch.Generator())
+    args.update(kw)
+    with pytest.raises(ValueError, match=word):
+        CausalDecoder(11, 12, **args)
+
+
+# --- the task ---
+
+
+def test_repeated_batch_rows_are_distinct_segments_repeated():
+    cfg = InductionConfig(vocab=40, seq_len=48, min_segment=3, max_segment=20)
+    x = repeated_batch(cfg, 200, torch.Generator().manual_seed(0))
+    assert x.shape == (200, 48) and x.dtype == torch.long
+    assert int(x.min()) >= 0 and int(x.max()) < 40
+    lengths = set()
+    for row in x.tolist():
+        period = next(p for p in range(1, 49) if all(row[t] == row[t % p] for t in range(48)))
+        assert len(set(row[:period])) == period  # distinct within the segment
+        lengths.add(period)
+    assert min(lengths) == 3 and max(lengths) == 20  # the whole range is drawn
+    assert torch.equal(x, repeated_batch(cfg, 200, torch.Generator().manual_seed(0)))
+
+
+def test_probe_sequence_is_fixed_and_repeats_its_longest_segment():
+    cfg = InductionConfig()
+    p = probe_sequence(cfg, seed=3)
+    assert p.shape == (1, cfg.seq_len)
+    assert torch.equal(p, probe_sequence(cfg, seed=3)) and not torch.equal(p, probe_sequence(cfg, seed=4))
+    L = cfg.max_segment
+    assert torch.equal(p[0, L : 2 * L], p[0, :L]) and len(set(p[0, :L].tolist())) == L
+
+
+@pytest.mark.parametrize(
+    "kw, word",
+    [
+        ({"layers": 0}, "layers"),
+        ({"d_model": 30, "num_heads": 4}, "d_model"),
+        ({"positions": "none"}, "positions"),
+        ({"mlp": "yes"}, "mlp"),
+        ({"max_segment": 40}, "max_segment"),  # two copies no longer fit in seq_len 64
+        ({"min_segment": 1}, "min_segment"),
+        ({"vocab": 16}, "vocab"),  # fewer symbols than a segment's distinct tokens
+        ({"steps": 0}, "steps"),
+        ({"lr": 0.0}, "lr"),
+        ({"lr": 2.0}, "lr"),
+        ({"batch": 0}, "batch"),
+        ({"seed": -1}, "seed"),
+        ({"snapshot_every": 0}, "snapshot_every"),
+    ],
+)
+def test_config_bad_arguments_name_themselves(kw, word):
+    with pytest.raises(ValueError, match=word):
+        InductionConfig(**kw)
+
+
+def test_task_functions_check_their_arguments():
+    with pytest.raises(ValueError, match="cfg"):
+        repeated_batch({"vocab": 64}, 2, torch.Generator())
+    with pytest.raises(ValueError, match="batch"):
+        repeated_batch(InductionConfig(), 0, torch.Generator())
+    with pytest.raises(ValueError, match="generator"):
+        repeated_batch(InductionConfig(), 2, 0)
+    with pytest.raises(ValueError, match="seed"):
+        probe_sequence(InductionConfig(), seed=-1)
