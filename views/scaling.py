@@ -5,7 +5,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from attn_core.bench import status_parts
+from attn_core.bench import ROW_FIELDS, status_parts
 from explorer.charts import scaling as charts
 from explorer.tables import scaling as tables
 from explorer.ui import heavy
@@ -26,7 +26,7 @@ from explorer.ui.frame import (
     table,
     wire,
 )
-from explorer.ui.i18n import t, td
+from explorer.ui.i18n import LANGUAGES, catalog, t, td
 
 # recorded runs; the variable lets a test point the page at a folder of its own
 BENCHMARKS = Path(os.environ.get("ATTN_BENCHMARKS_DIR") or Path(__file__).resolve().parents[1] / "benchmarks")
@@ -48,6 +48,11 @@ WAITING = "_bench_waiting_for_submit"
 # session that measured it (tables.keepable): kept here, by setting, until its "Run benchmark" is pressed again.
 UNKEPT = "_bench_unkept_runs"
 TIME_COLUMNS = ["source", "method", "n", "time_ms", "time_p10", "time_p90"]
+# The results CSV's column names in every language, each with its field: a file downloaded from a 中文 page and
+# dropped in benchmarks/ reads back on every page
+COLUMN_ALIASES = tuple(
+    (catalog(lang).get(f"scaling.csv_columns.{field}", field), field) for lang in LANGUAGES for field in ROW_FIELDS
+)
 MEMORY_COLUMNS = ["source", "method", "n", "peak_mib", "scores_mib"]
 
 recorded_runs = table(tables.recorded_runs, 8)
@@ -301,7 +306,7 @@ header(t("scaling.title"), t("scaling.lede"))
 predict_first(t("scaling.question"), t("scaling.answer", tiled=tiled_growth(64, 4, tables.AUTO), d=64, heads=4))
 
 files = tables.recorded_files(BENCHMARKS)
-runs = recorded_runs(files)
+runs = recorded_runs(files, COLUMN_ALIASES)
 readable = [r for r in runs if "error" not in r]
 with st.container(border=True):
     with st.form("scaling_run", border=False):
@@ -484,9 +489,10 @@ with friendly_errors(t("scaling.sections.measurements")):
         results = results_in_words(rows, names, td("scaling.results"), td("scaling.status"))
         st.dataframe(results, hide_index=True, width="stretch")
     csv_name = f"scaling_{DEVICE}_n{max_n}_d{d}_h{heads}.csv"
+    columns = td("scaling.csv_columns")  # read in the script's thread: the language is the session's
     st.download_button(
         t("scaling.download"),
-        pinned(lambda: tables.results_csv(rows, config), "text/csv", csv_name),  # made on the click only
+        pinned(lambda: tables.results_csv(rows, config, columns), "text/csv", csv_name),  # made on the click only
         file_name=csv_name,
         mime="text/csv",
         key="bench_results_csv",

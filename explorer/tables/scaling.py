@@ -471,13 +471,14 @@ def recorded_files(folder) -> tuple[tuple[str, float], ...]:
     return tuple((str(p), p.stat().st_mtime) for p in sorted(folder.glob("*.csv")))
 
 
-def read_header(path) -> tuple[dict, set[str]]:
-    """The `# key: value` lines of a recorded CSV as a dict, and the names of its columns (the first other line)."""
-    header = {}
-    with open(path, encoding="utf-8") as f:
+def read_header(path, aliases: Mapping[str, str] | None = None) -> tuple[dict, set[str]]:
+    """The `# key: value` lines of a recorded CSV as a dict, and the names of its columns (the first other line),
+    each a field of ROW_FIELDS where `aliases` (a column's name in another language -> its field) knows it."""
+    header, aliases = {}, aliases or {}
+    with open(path, encoding="utf-8-sig") as f:  # -sig: a file downloaded from a 中文 page starts with a BOM
         for line in f:
             if not line.startswith("#"):
-                return header, set(next(csv.reader([line]), []))
+                return header, {aliases.get(c, c) for c in next(csv.reader([line]), [])}
             key, _, value = line[1:].partition(":")
             header[key.strip()] = value.strip()
     return header, set()
@@ -488,10 +489,11 @@ def is_kernel_record(columns: set[str]) -> bool:
     return KERNEL_COLUMNS <= columns and not SCALING_COLUMNS <= columns
 
 
-def read_recorded(path) -> tuple[dict, pd.DataFrame]:
-    """(header, rows) of a CSV written by attn_core.bench: `# key: value` lines, then the rows."""
+def read_recorded(path, aliases: Mapping[str, str] | None = None) -> tuple[dict, pd.DataFrame]:
+    """(header, rows) of a CSV written by attn_core.bench or downloaded from the page: `# key: value` lines, then
+    the rows; columns named in another language are renamed by `aliases` (name -> field)."""
     header, _columns = read_header(path)
-    rows = pd.read_csv(path, comment="#")
+    rows = pd.read_csv(path, comment="#", encoding="utf-8-sig").rename(columns=dict(aliases or {}))
     missing = SCALING_COLUMNS - set(rows.columns)
     if missing:
         raise ValueError(f"{path} is not a benchmark CSV: missing columns {sorted(missing)}")
@@ -583,8 +585,12 @@ def bench_command(config: BenchConfig, csv_path: str | None = None) -> str:
     return shlex.join(args + (["--csv", csv_path] if csv_path else []))
 
 
-def results_csv(rows: pd.DataFrame, config: BenchConfig) -> str:
-    """The live rows in attn_core.bench's CSV format (header lines, then ROW_FIELDS): drop it in benchmarks/."""
+def results_csv(rows: pd.DataFrame, config: BenchConfig, columns: Mapping[str, str] | None = None) -> str:
+    """The live rows in attn_core.bench's CSV format (header lines, then ROW_FIELDS): drop it in benchmarks/.
+
+    columns: field -> the column's name in the viewer's language (a field not there keeps its name). Chinese names
+    start the file with a byte-order mark, as every chart's CSV does (frame.csv_text): Excel reads UTF-8 only then.
+    recorded_runs reads such a file back given the names as aliases."""
     header = {
         **hardware_info(config.device),
         "date": datetime.date.today().isoformat(),
@@ -596,13 +602,16 @@ def results_csv(rows: pd.DataFrame, config: BenchConfig) -> str:
         out.write(f"# {key}: {value}\n")
     clean = rows[list(ROW_FIELDS)].astype(object).where(rows[list(ROW_FIELDS)].notna(), None)
     writer = csv.DictWriter(out, fieldnames=ROW_FIELDS, lineterminator="\n")
-    writer.writeheader()
+    names = {field: (columns or {}).get(field, field) for field in ROW_FIELDS}
+    writer.writerow(names)
     writer.writerows(clean.to_dict("records"))
-    return out.getvalue()
+    return out.getvalue() if "".join(names.values()).isascii() else "\ufeff" + out.getvalue()
 
 
-def recorded_runs(files: tuple[tuple[str, float], ...]) -> list[dict]:
+def recorded_runs(files: tuple[tuple[str, float], ...], aliases: tuple[tuple[str, str], ...] = ()) -> list[dict]:
     """Every recorded scaling run as {path, label, setup, gpu, header, rows}, or {path, error} if unreadable.
+
+    aliases: (a column's name in a language of the page, its field): a CSV downloaded from a 中文 page reads back.
 
     A kernel speed record (is_kernel_record) is another kind of record: left out here, without an error.
 
@@ -611,9 +620,9 @@ def recorded_runs(files: tuple[tuple[str, float], ...]) -> list[dict]:
     runs = []
     for path, _mtime in files:
         try:
-            if is_kernel_record(read_header(path)[1]):
+            if is_kernel_record(read_header(path, dict(aliases))[1]):
                 continue  # the Triton kernel's speed record: summarised by kernel_summary, not a run to draw
-            header, rows = read_recorded(path)
+            header, rows = read_recorded(path, dict(aliases))
         except (ValueError, OSError, pd.errors.ParserError) as err:
             runs.append({"path": path, "error": str(err)})
             continue

@@ -17,6 +17,7 @@ from attn_core.bench import ROW_FIELDS, TIME_LIMIT_STATUS, BenchConfig, run_benc
 from attn_core.budget import memory_budget
 from explorer.charts.scaling import scaling_chart
 from explorer.tables import scaling as tables
+from explorer.ui.i18n import catalog
 
 REPO = Path(__file__).resolve().parents[2]
 NS = (128, 256, 512, 1024, 2048)
@@ -343,6 +344,24 @@ def test_the_repositorys_gpu_record_is_summarised_at_its_largest_n():
         largest = rows[rows["mode"] == mode].groupby(tables.KERNEL_GROUP, sort=False).n.max()
         assert list(summary.n) == list(largest)
         assert np.allclose(summary.ratio, summary.ours / summary.sdpa, atol=0.01)
+
+
+def test_a_download_from_a_chinese_page_names_its_columns_in_chinese_and_still_reads_back(tmp_path):
+    config = tables.live_config(["naive"], 512, 16, 2, False, 64, 16, 0)
+    rows = pd.DataFrame([bench_row(n=128), bench_row(n=256)])
+    zh = {field: catalog("zh")[f"scaling.csv_columns.{field}"] for field in ROW_FIELDS}
+    text = tables.results_csv(rows, config, zh)
+    assert text.startswith("\ufeff# ")  # the BOM first: Excel reads UTF-8 only after it
+    assert [line for line in text.splitlines() if not line.startswith(("#", "\ufeff#"))][0].split(",")[:2] == [
+        "方法",
+        "设备",
+    ]
+    (tmp_path / "zh.csv").write_text(text, encoding="utf-8")
+    aliases = tuple((name, field) for field, name in zh.items())
+    [run] = tables.recorded_runs(tables.recorded_files(tmp_path), aliases)
+    assert "error" not in run, run
+    assert list(run["rows"].columns) == list(ROW_FIELDS) and list(run["rows"].n) == [128, 256]
+    assert run["header"]["device"] == "cpu"
 
 
 def test_the_download_is_a_recorded_csv_the_page_can_read_back(tmp_path):
