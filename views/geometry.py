@@ -1,3 +1,5 @@
+import math
+
 import pandas as pd
 import streamlit as st
 
@@ -249,7 +251,15 @@ def cosine() -> None:
             help=t("geometry.metrics.cos_var_help", se=cos_stats["var_stderr"], n=tables.COS_PAIRS),
         )
         m2.metric(t("geometry.metrics.cos_theory"), f"{cos_stats['theory']:.5f}")
-    notice(tl("geometry.notice.cosine"))
+        notice(cosine_notice(d_cos, cos_stats))
+
+
+def cosine_notice(d: int, stats: dict) -> list[str]:
+    """What the histogram shows at this d, in the numbers measured on its own pairs."""
+    if math.isnan(stats["degrees"]):  # 3/sqrt(d) >= 1: three standard deviations allow every angle
+        return tl("geometry.notice.cosine_wide", d=d, band=stats["band"], next_d=tables.COS_NARROW_FROM)
+    keys = ("within", "degrees", "band")
+    return tl("geometry.notice.cosine_narrow", d=d, pairs=tables.COS_PAIRS, **{k: stats[k] for k in keys})
 
 
 cosine()

@@ -180,6 +180,10 @@ def _wrap_title(title, room: float, font: float = TITLE_FONT):
 # the chart's `width` holds (the plot's width: the title has at least that).
 ROOMS = (120, 180, 240, 320, 420, 540, 700, 900, 1200)
 SCREEN_TITLE_FONT = 16  # px: Streamlit's theme for a chart's title
+# The room a title starting at the chart's left edge has: the whole drawing, not only the plot (a heatmap in a third
+# of the page, its legend beside it, broke "A: weights of X" after "of" in a plot of 145 px). Vega re-evaluates it
+# whenever `width` changes, which a resize of the container does; the padding is the frame's CHART_PADDING.
+TITLE_ROOM = "max(width, containerSize()[0] - 19)"
 
 
 def fitted(spec: dict, font: float = SCREEN_TITLE_FONT) -> dict:
@@ -194,7 +198,7 @@ def fitted(spec: dict, font: float = SCREEN_TITLE_FONT) -> dict:
         return spec
     expr = json.dumps(wrap(text, ROOMS[0] / font), ensure_ascii=False)
     for room in ROOMS[1:]:
-        expr = f"width >= {room} ? {json.dumps(wrap(text, room / font), ensure_ascii=False)} : ({expr})"
+        expr = f"{TITLE_ROOM} >= {room} ? {json.dumps(wrap(text, room / font), ensure_ascii=False)} : ({expr})"
     titled = {**title} if isinstance(title, dict) else {}
     return {**spec, "title": {**titled, "text": {"expr": expr}, "limit": 0}}
 

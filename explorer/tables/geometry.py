@@ -20,6 +20,7 @@ from attn_core.stats import cosine_similarity_samples, score_statistics
 
 COS_D_SWEEP = tuple(2**i for i in range(1, 11))  # 2 .. 1024
 COS_BINS = 50
+COS_NARROW_FROM = min(d for d in COS_D_SWEEP if 3 / math.sqrt(d) < 1)  # the first d whose 3 sd bound an angle: 16
 COS_PAIRS = 3000  # histogram pairs: Var cos is measured to about 2.6% (sqrt(2/3000)), whatever d
 COS_SWEEP_PAIRS = 1000  # per d in the sweep: 5% is invisible on log axes, and 10 sizes stay fast
 REGRESSION_GRID = 200  # query points along the x axis of the 1-D demo
@@ -229,7 +230,7 @@ def cosine_histogram(d: int, n_pairs: int, seed: int):
     """Histogram density of cos(theta) for n_pairs random pairs in d dimensions, and the exact density.
 
     Returns (bars, curve, stats): bars has left, right, density; curve has x, density;
-    stats is score_statistics of the cosines plus "theory" = 1/d.
+    stats is score_statistics of the cosines plus "theory" = 1/d and the_band(cos, d).
     """
     check_int("d", d, minimum=2)
     cos = cosine_similarity_samples(d, n_pairs, seed=seed)
@@ -237,7 +238,16 @@ def cosine_histogram(d: int, n_pairs: int, seed: int):
     bars = pd.DataFrame({"left": edges[:-1], "right": edges[1:], "density": density})
     grid = np.linspace(-0.995, 0.995, 399)  # the d = 2 density is unbounded at +-1
     curve = pd.DataFrame({"x": grid, "density": cosine_density(grid, d)})
-    return bars, curve, score_statistics(cos) | {"theory": 1 / d}
+    return bars, curve, score_statistics(cos) | {"theory": 1 / d} | three_sd_band(cos, d)
+
+
+def three_sd_band(cos: torch.Tensor, d: int) -> dict[str, float]:
+    """How close to 90 deg random directions are: band = 3 standard deviations of cos(theta), 3/sqrt(d); within =
+    the share of the sampled cosines inside +-band; degrees = the angle from 90 deg that band allows (nan when the
+    band reaches past +-1, d <= 9: then it allows every angle)."""
+    band = 3 / math.sqrt(d)
+    within = float((cos.abs() <= band).double().mean())
+    return {"band": band, "within": within, "degrees": math.degrees(math.asin(band)) if band < 1 else math.nan}
 
 
 def cosine_variance_sweep(n_pairs: int, seed: int) -> pd.DataFrame:

@@ -1,8 +1,13 @@
 import math
+import random
 
-from app_helpers import assert_clean, metric
+import pytest
+import torch
+from app_helpers import assert_clean, metric, open_link
 
+from attn_core.stats import cosine_similarity_samples
 from explorer.tables import geometry as tables
+from explorer.ui.frame import DEFAULT_SEED
 
 PAGE = "views/geometry.py"
 
@@ -92,3 +97,35 @@ def test_an_exact_zero_residual_reads_as_0(open_page):
     for label in ("max |difference|", "additive: odd residual", "dot product: even residual"):
         value = metric(at, label)
         assert "e+00" not in value and (value == "0") == (float(value) == 0)
+
+
+def cosine_notice(at) -> str:
+    return next(m.value for m in at.markdown if "3/√d" in m.value)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_cosine_notice_states_what_its_own_pairs_show_at_every_d_and_seed(lang):
+    """Audit (issue 25): "within about 5° of 90°" was fixed text, shown at every d (at d = 2 no angle is bounded)."""
+    at = open_link(PAGE, {"lang": lang})
+    rng = random.Random(25)
+    settings = [(d, DEFAULT_SEED) for d in tables.COS_D_SWEEP] + [
+        (rng.choice(tables.COS_D_SWEEP), rng.randrange(1, 10_000)) for _ in range(3)
+    ]
+    for d, seed in settings:
+        at.select_slider(key="geo_cos_d").set_value(d)
+        at.session_state["seed"] = seed
+        at.run()
+        assert_clean(at)
+        text = cosine_notice(at)
+        cos = cosine_similarity_samples(d, tables.COS_PAIRS, seed=seed).double()
+        band = 3 / math.sqrt(d)
+        if band >= 1:  # every angle is allowed: no claim of bunching
+            assert "°" not in text.replace("90°", ""), (d, text)
+            assert f"= {band:.2f}" in text and f"d = {tables.COS_NARROW_FROM}" in text
+            continue
+        off_90 = (90 - torch.rad2deg(torch.arccos(cos.clamp(-1, 1)))).abs()
+        degrees = math.degrees(math.asin(band))
+        share = float((off_90 <= degrees + 1e-9).double().mean())
+        assert f"{tables.COS_PAIRS} " in text and f"{share:.1%}" in text, (d, seed, text)
+        assert f"{degrees:.1f}°" in text and f"3/√d = {band:.3f}" in text, (d, seed, text)
+        assert share > 0.99  # "almost every pair": the text's second sentence

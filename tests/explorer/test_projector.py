@@ -10,6 +10,7 @@ import altair as alt
 import pandas as pd
 from altair.utils.schemapi import validate_jsonschema
 
+from explorer.charts import equivariance as eq_charts
 from explorer.charts import masks as mask_charts
 from explorer.charts import sqrt_dk as charts
 from explorer.charts.common import to_spec
@@ -32,6 +33,10 @@ OPENING_MARKS = set("([{（【「『《〈‘“")
 ROW = pd.DataFrame({"key": [0, 1, 2], "weight": [0.5, 0.3, 0.2], "series": ["scaled"] * 3})
 TEXT = {"title": "t", "x": "key", "y": "weight", "legend": "logits", "uniform": "1/n"}
 NAMES = {"scaled": "scaled", "unscaled": "unscaled"}
+EQ_CELLS = pd.DataFrame(
+    {"matrix": "A", "query": [0, 0, 1, 1], "key": [0, 1, 0, 1], "weight": [0.4, 0.6, 0.7, 0.3]}
+).assign(query_token="a", key_token="b")
+EQ_TEXT = dict.fromkeys(("x", "y", "weight", "query_token", "key_token"), "w")
 
 
 def _values(node, key):
@@ -136,15 +141,17 @@ def _encodings(node):
     return []
 
 
-def _pick(expr: str, width: float):
-    """Evaluate fitted()'s title expression (nested `width >= room ? lines : (...)`) for one plot width."""
+def _pick(expr: str, width: float, container: float = 0):
+    """Evaluate fitted()'s title expression (nested `room >= N ? lines : (...)`) for one plot width and the width of
+    the chart's container (0: the plot's width is all the title has)."""
+    rooms = {"width": width, "max(width, containerSize()[0] - 19)": max(width, container - 19)}
     while True:
-        m = re.match(r"width >= (\d+) \? (\[.*?\]) : \((.*)\)$", expr, re.S)
+        m = re.match(r"(width|max\(width, containerSize\(\)\[0\] - 19\)) >= (\d+) \? (\[.*?\]) : \((.*)\)$", expr, re.S)
         if not m:
             return json.loads(expr)
-        if width >= int(m.group(1)):
-            return json.loads(m.group(2))
-        expr = m.group(3)
+        if rooms[m.group(1)] >= int(m.group(2)):
+            return json.loads(m.group(3))
+        expr = m.group(4)
 
 
 def test_a_long_title_on_a_plain_screen_breaks_to_the_charts_width_instead_of_ending_in_an_ellipsis():
@@ -164,3 +171,12 @@ def test_a_long_title_on_a_plain_screen_breaks_to_the_charts_width_instead_of_en
     assert fitted(short) == short
     concat = to_spec(alt.hconcat(alt.Chart(ROW).mark_bar().encode(x="key:O"), title=title))
     assert fitted(concat) == concat  # no `width` to read there
+
+
+def test_a_title_takes_the_whole_chart_s_width_not_only_the_plot_s():
+    """Equivariance's heatmaps in a third of a 1366 px page: a 145 px plot beside its legend broke "A: weights of X"
+    after "of", with a column of 290 px to spare."""
+    spec = to_spec(eq_charts.weights_heatmap(EQ_CELLS, "A", {**EQ_TEXT, "title": "A: weights of X"}, 1.0))
+    expr = fitted(spec)["title"]["text"]["expr"]
+    assert _pick(expr, 145, container=290) == ["A: weights of X"]
+    assert len(_pick(expr, 145)) == 2  # where the container is unknown, the plot's width decides as before
