@@ -3,8 +3,8 @@ import math
 import pandas as pd
 import streamlit as st
 
+from explorer import notes
 from explorer.charts import worked_example as charts
-from explorer.tables import notes
 from explorer.tables import worked_example as tables
 from explorer.ui import state as controls
 from explorer.ui.claims import computed_text, notes_about, readable_places

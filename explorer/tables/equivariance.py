@@ -22,7 +22,7 @@ from attn_core.masks import causal_mask
 from attn_core.naive import masked_softmax, naive_attention
 from attn_core.positional import sinusoidal_encoding
 from attn_core.symmetry import make_permutation, parse_permutation, permutation_matrix
-from explorer.tables import notes
+from explorer import notes
 
 PERMUTATION_CHOICES = ("random", "reverse", "cyclic", "typed")
 PRECISIONS = {"float64": torch.float64, "float32": torch.float32}

@@ -16,7 +16,7 @@ import torch
 from attn_core._checks import check_int, check_positive
 from attn_core.naive import masked_softmax
 from attn_core.stats import entropy, jacobian_norm, random_logits, saturation_summary, softmax_jacobian
-from explorer.tables import notes
+from explorer import notes
 
 D_K_SWEEP = tuple(2**i for i in range(11))  # 1 .. 1024
 SWEEP_ROWS = 256  # queries per d_k: enough for a stable mean and median of the Jacobian norm
@@ -29,7 +29,7 @@ SERIES = ("unscaled", "scaled")
 NOTES_UNSCALED = (20.0, 0.0, -20.0)
 NOTES_SCALED = (2.5, 0.0, -2.5)
 # What the notes print for softmax of these rows, rounded by hand; the page sets the true values beside them.
-# The keys name the same claims in explorer.tables.notes, which gives the verdict (one source of truth).
+# The keys name the same claims in explorer.notes, which gives the verdict (one source of truth).
 NOTES_ROUNDED = (
     ("softmax_20_0", (20.0, 0.0, -20.0), (0.9999, 0.0001, 0.0)),
     ("softmax_2_5", (2.5, 0.0, -2.5), (0.92, 0.08, 0.0)),
@@ -173,7 +173,7 @@ def softmax_example(logits: tuple[float, ...]):
 def notes_check() -> pd.DataFrame:
     """The notes' hand-rounded softmax values beside the computed ones.
 
-    Columns: key (the claim in explorer.tables.notes), logits, notes, computed (strings), largest_gap
+    Columns: key (the claim in explorer.notes), logits, notes, computed (strings), largest_gap
     (absolute), worst_factor: the largest ratio between a non-zero printed weight and the true one, either
     way round, and verdict (right/inexact/wrong, as the claims table judges it). A weight printed as 1e-4
     that is really 2e-9 is close in absolute terms yet 5 orders of magnitude off, and it is that small weight

@@ -1,6 +1,6 @@
 """One claim of the lecture notes, judged in a line on the page that demonstrates it.
 
-The verdict, the true value and the explanation come from explorer.tables.notes, the same source as the
+The verdict, the true value and the explanation come from explorer.notes, the same source as the
 worked example's claims table, so two pages never judge one claim differently.
 """
 
@@ -10,7 +10,7 @@ import re
 
 import streamlit as st
 
-from explorer.tables import notes
+from explorer import notes
 from explorer.ui.frame import literal, seed, table
 from explorer.ui.i18n import fill, language, t, td
 

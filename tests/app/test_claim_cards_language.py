@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from app_helpers import assert_clean, open_link
 
-from explorer.tables import notes
+from explorer import notes
 from explorer.ui.claims import computed_text
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -4,7 +4,7 @@ import numpy as np
 from app_helpers import assert_clean, metric, open_link
 from streamlit.testing.v1 import AppTest
 
-from explorer.tables import notes
+from explorer import notes
 from explorer.ui.i18n import catalog
 
 PAGE = "views/worked_example.py"

@@ -275,7 +275,7 @@ def test_a_one_hot_row_has_entropy_plus_zero():
 
 def test_the_saturation_page_and_the_claims_table_judge_the_notes_rows_alike():
     """One source of truth: the verdict the saturation page prints is the claims table's, row for row."""
-    from explorer.tables import notes
+    from explorer import notes
 
     df = tables.notes_check().set_index("key")
     claims = notes.check_claims(0, keys=list(df.index)).set_index("key")

@@ -6,7 +6,8 @@ import re
 import numpy as np
 import pytest
 
-from explorer.tables import notes
+from explorer import notes
+from explorer.notes import registry, rules
 from explorer.ui.i18n import catalog, fill
 
 
@@ -102,11 +103,11 @@ def test_d_k_64_sigma_8_and_997_percent_within_24(table):
 
 
 def test_the_softmax_rows_are_judged_by_the_printed_digits():
-    assert notes._fits_digits(0.606, math.exp(-0.5), 3)  # 0.60653 cut
-    assert notes._fits_digits(0.9999, 1.0, 4, below_one=4e-18)  # 1 - 4e-18: 1.0 in float64, 0.9999... cut
-    assert not notes._fits_digits(0.0001, 2e-9, 4)  # neither rounded nor cut
-    assert notes._printed((0.95, 0.05), (0.9975, 0.0025), 2)[0] == "wrong"
-    assert notes._printed((0.9999, 0.0001), (1.0, 2e-9), 4, [2e-9, 1.0])[0] == "inexact"
+    assert rules.fits_digits(0.606, math.exp(-0.5), 3)  # 0.60653 cut
+    assert rules.fits_digits(0.9999, 1.0, 4, below_one=4e-18)  # 1 - 4e-18: 1.0 in float64, 0.9999... cut
+    assert not rules.fits_digits(0.0001, 2e-9, 4)  # neither rounded nor cut
+    assert rules.printed_verdict((0.95, 0.05), (0.9975, 0.0025), 2)[0] == "wrong"
+    assert rules.printed_verdict((0.9999, 0.0001), (1.0, 2e-9), 4, [2e-9, 1.0])[0] == "inexact"
 
 
 def test_the_notes_masks_and_the_bilinear_facts(table):
@@ -115,6 +116,21 @@ def test_the_notes_masks_and_the_bilinear_facts(table):
     facts = table.loc["shared_equivalent"].facts
     assert facts["shared"] == 0 and facts["separate"] > 0.1 and facts["weights_gap"] > 0.01
     assert table.loc["dl_dq"].facts["true"] > 0.1 and abs(table.loc["dl_dq"].facts["total"]) < 1e-12
+
+
+def test_the_claims_come_by_topic_each_registered_once_in_its_module():
+    topics = [t.__name__ for t in notes.TOPICS]
+    where = [topics.index(c.check.__module__) for c in notes.CLAIMS]  # every check lives in a listed topic
+    assert where == sorted(where) and set(where) == set(range(len(topics)))  # grouped, in order, none empty
+    assert notes.CLAIMS[0].key == "softmax_8_2_1" and notes.CLAIMS[-1].key == "exp_neg_inf"  # the table's order
+    assert [c.key for c in notes.CLAIMS] == list(notes.check_claims(0).key)
+    with pytest.raises(ValueError, match="registered twice"):
+        registry.register("softmax_3", "000", check=notes.check)
+    with pytest.raises(ValueError, match="files"):
+        registry.register("new_claim", "005", check=notes.check)
+    with pytest.raises(ValueError, match="theory"):
+        registry.in_order(topics[:-1])
+    assert registry.in_order(topics) == notes.CLAIMS  # the failed calls changed nothing
 
 
 def test_check_names_a_claim():
@@ -169,8 +185,8 @@ def test_the_temperature_limits_are_followed_not_read_at_one_temperature():
 @pytest.mark.parametrize("x", [1.4e-4, 0.1249, 9.96, 0.3, 1e-300, 4.2e-18, 12345.0, 0.5, 1.0])
 def test_upper_prints_a_true_bound(x):
     for digits in (1, 2, 3):
-        assert float(notes._upper(x, digits)) >= x
-    assert notes._upper(1.4e-4, 1) == "2e-4"  # the reviewer's case: .0e printed 1e-04
+        assert float(rules.upper(x, digits)) >= x
+    assert rules.upper(1.4e-4, 1) == "2e-4"  # the reviewer's case: .0e printed 1e-04
 
 
 BOUND_WORDS = r"(within|up to|below|at most|less than|不超过|最多|不到|以内|以下)"
