@@ -61,6 +61,10 @@ class WsSession:
         self.page = ""
         self.states: dict[str, WidgetState] = {}  # what the client has set, sent with every rerun
         self.controls: dict[str, object] = {}
+        # widget id -> the proto whose value the browser shows: as first drawn, or as the script last set it. A
+        # keyed widget drawn again from session state comes without its default (the proto's default is then the
+        # first option), and a browser keeps the value it holds.
+        self.shown: dict[str, object] = {}
         self.exports: list[str] = []  # the deferred file ids of the last run's download buttons
         self.fragments: dict[str, str] = {}  # widget id -> the fragment that drew it (a change reruns only that)
         self.session_id = ""  # the server's id of this session, from its new_session message
@@ -104,7 +108,7 @@ class WsSession:
         `fragment`: run only this fragment (st.fragment), as a browser asks when a widget drawn inside it changed.
         """
         if page is not None and page != self.page:
-            self.page, self.states, self.fragments = page, {}, {}
+            self.page, self.states, self.fragments, self.shown = page, {}, {}, {}
         msg = BackMsg()
         msg.rerun_script.page_name = self.page
         msg.rerun_script.query_string = query
@@ -123,6 +127,9 @@ class WsSession:
         else:
             self.controls, self.exports = run.controls, run.exports
         self.fragments.update(run.fragments)
+        for wid, widget in run.controls.items():
+            if widget.set_value or wid not in self.shown:
+                self.shown[wid] = widget
         return run
 
     async def _read_until_finished(self) -> Run:
@@ -174,15 +181,15 @@ class WsSession:
 
     def pick_value(self, wid: str, rng: random.Random) -> tuple[str, WidgetState] | None:
         """A new valid value for the slider or checkbox `wid` (None if it has no other value)."""
-        widget = self.controls[wid]
+        widget, now = self.controls[wid], self._value(wid)
         state = WidgetState(id=wid)
         if hasattr(widget, "step") and widget.options:  # a select_slider: the chosen option's label
-            current = int((list(widget.value if widget.set_value else widget.default) or [0])[0])
+            current = int((list(now) or [0])[0])
             label = widget.options[rng.choice([i for i in range(len(widget.options)) if i != current])]
             state.string_array_value.data[:] = [label]
             return f"select_slider {widget.label!r} -> {label}", state
         if hasattr(widget, "step"):
-            current = (list(widget.value if widget.set_value else widget.default) or [widget.min])[0]
+            current = (list(now) or [widget.min])[0]
             n = round((widget.max - widget.min) / widget.step)
             choices = [round(widget.min + i * widget.step, 10) for i in range(n + 1)]
             choices = [v for v in choices if abs(v - current) > widget.step / 2]
@@ -190,22 +197,30 @@ class WsSession:
                 return None
             state.double_array_value.data[:] = [rng.choice(choices)]
             return f"slider {widget.label!r} -> {state.double_array_value.data[0]:g}", state
-        now = widget.value if widget.set_value else widget.default
         previous = self.states.get(wid)
         state.bool_value = not (previous.bool_value if previous is not None else now)
         return f"checkbox {widget.label!r} -> {state.bool_value}", state
 
+    def _value(self, wid: str):
+        """The value the browser shows for `wid` as the server drew it (indices for a select slider)."""
+        widget = self.shown.get(wid, self.controls[wid])
+        if not widget.set_value:
+            return widget.default
+        if hasattr(widget, "step") and widget.options:  # a select slider's set value comes as option labels
+            return [list(widget.options).index(label) for label in widget.raw_value]
+        return widget.value
+
     def current(self, wid: str) -> WidgetState:
-        """The state that keeps slider or checkbox `wid` at its present value: what was sent, or its default."""
+        """The state that keeps slider or checkbox `wid` at its present value: what was sent, or what is shown."""
         if wid in self.states:
             return self.states[wid]
-        widget, state = self.controls[wid], WidgetState(id=wid)
+        widget, now, state = self.controls[wid], self._value(wid), WidgetState(id=wid)
         if hasattr(widget, "step") and widget.options:
-            state.string_array_value.data[:] = [widget.options[int(i)] for i in widget.default]
+            state.string_array_value.data[:] = [widget.options[int(i)] for i in now]
         elif hasattr(widget, "step"):
-            state.double_array_value.data[:] = list(widget.default)
+            state.double_array_value.data[:] = list(now)
         else:
-            state.bool_value = widget.default
+            state.bool_value = now
         return state
 
     async def set(self, state: WidgetState, timeout: float = 60) -> Run:
