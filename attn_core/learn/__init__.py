@@ -2,7 +2,18 @@
 
 from attn_core.learn.decoder import CausalDecoder
 from attn_core.learn.heads import SCORES, head_scores, split_losses
-from attn_core.learn.induction import InductionConfig, probe_sequence, repeated_batch
+from attn_core.learn.induction import (
+    InductionConfig,
+    InductionResult,
+    InductionSnapshot,
+    knockout_losses,
+    phase_change,
+    probe_sequence,
+    repeated_batch,
+    train_induction,
+    train_induction_iter,
+    work,
+)
 from attn_core.learn.model import TinyAttentionModel
 from attn_core.learn.scaling import ScalingComparison, compare_scaling, run_summary
 from attn_core.learn.tasks import TASK_NAMES, Batch, Task, make_task, parse_tokens
@@ -24,6 +35,8 @@ __all__ = [
     "Batch",
     "CausalDecoder",
     "InductionConfig",
+    "InductionResult",
+    "InductionSnapshot",
     "LearnConfig",
     "Prediction",
     "ScalingComparison",
@@ -33,9 +46,11 @@ __all__ = [
     "TrainResult",
     "compare_scaling",
     "head_scores",
+    "knockout_losses",
     "make_task",
     "one_thread",
     "parse_tokens",
+    "phase_change",
     "predict",
     "probe_sequence",
     "repeated_batch",
@@ -43,5 +58,8 @@ __all__ = [
     "snapshot_steps",
     "split_losses",
     "train",
+    "train_induction",
+    "train_induction_iter",
     "train_iter",
+    "work",
 ]

@@ -1,6 +1,7 @@
 """python -m attn_core.learn --task reverse --steps 300 --seed 0: train, print progress and the final numbers.
 
 With --compare, train the same model with and without the 1/sqrt(d_k) scale and print both side by side.
+`python -m attn_core.learn induction ...` trains the causal decoder on repeated segments instead (induction_cli).
 """
 
 from __future__ import annotations
@@ -83,6 +84,11 @@ def _print_run(title: str, result: TrainResult) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["induction"]:
+        from attn_core.learn.induction_cli import main as induction_main
+
+        return induction_main(argv[1:])
     args = _parser().parse_args(argv)
     threads = torch.get_num_threads()
     try:

@@ -10,12 +10,18 @@ was t" into each position, and a layer-1 head matches the current token against 
 
 from __future__ import annotations
 
+import math
+import time
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import torch
+import torch.nn.functional as F
 
 from attn_core._checks import check_int, check_positive
-from attn_core.learn.decoder import MAX_HEADS, POSITIONS
+from attn_core.learn.decoder import KNOCKOUT_MODES, MAX_HEADS, POSITIONS, CausalDecoder
+from attn_core.learn.heads import head_scores, split_losses
 
 MAX_STEPS = 5000
 MAX_SEQ_LEN = 256
@@ -23,6 +29,9 @@ MAX_VOCAB = 1024
 MAX_D_MODEL = 256
 MAX_LAYERS = 4
 MAX_BATCH = 256
+HELDOUT = 64  # sequences in the fixed held-out batch that every snapshot and knockout is measured on
+PHASE_MIN_FALL = 1.0  # nats: a smaller fall of the repeated-token loss is no phase change
+PHASE_WINDOW = 0.1  # of the run's steps: the fall must happen within this span
 
 
 @dataclass(frozen=True)
@@ -103,3 +112,202 @@ def _repeat(segments: torch.Tensor, lengths: torch.Tensor, seq_len: int) -> torc
 def _check_config(cfg) -> None:
     if not isinstance(cfg, InductionConfig):
         raise ValueError(f"cfg must be an InductionConfig, got {type(cfg).__name__}")
+
+
+@dataclass(frozen=True)
+class InductionSnapshot:
+    """The model after `step` updates, measured on the fixed held-out batch (heldout_batch) and the probe.
+
+    losses: split_losses; scores: head_scores, each (L, H); probe_maps: (L, H, n, n) float16 maps on
+    probe_sequence(config, seed=config.seed); train_loss: the mean training loss of the steps since the last
+    snapshot (NaN at step 0).
+    """
+
+    step: int
+    losses: dict[str, float]
+    scores: dict[str, np.ndarray]
+    probe_maps: np.ndarray
+    train_loss: float = math.nan
+
+
+@dataclass(frozen=True)
+class InductionResult:
+    """A finished (or stopped) run: its snapshots and the final fp32 state_dict (rebuild with build_model)."""
+
+    config: InductionConfig
+    snapshots: tuple[InductionSnapshot, ...]
+    state: dict
+    stopped: bool  # ended before config.steps: stop() returned True
+    seconds: float = 0.0  # wall time of the run, snapshots included
+    cpu_seconds: float = 0.0  # CPU time of the calling thread (the training runs in it)
+
+
+def build_model(cfg: InductionConfig) -> CausalDecoder:
+    """The untrained decoder of `cfg`, initialised from its seed."""
+    _check_config(cfg)
+    return CausalDecoder(
+        cfg.vocab,
+        cfg.seq_len,
+        d_model=cfg.d_model,
+        num_heads=cfg.num_heads,
+        layers=cfg.layers,
+        mlp=cfg.mlp,
+        positions=cfg.positions,
+        generator=torch.Generator().manual_seed(cfg.seed),
+    )
+
+
+def heldout_batch(cfg: InductionConfig) -> torch.Tensor:
+    """(HELDOUT, seq_len): the fixed batch every snapshot and knockout is measured on (its own generator)."""
+    return repeated_batch(cfg, HELDOUT, torch.Generator().manual_seed(cfg.seed + 2))
+
+
+def next_token_loss(logits: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
+    """Mean cross-entropy of position i's logits against token i+1."""
+    return F.cross_entropy(logits[:, :-1].flatten(0, 1), tokens[:, 1:].flatten())
+
+
+def train_induction_iter(
+    cfg: InductionConfig, *, stop: Callable[[], bool] | None = None
+) -> Iterator[InductionSnapshot | InductionResult]:
+    """Train; yield a snapshot at step 0, every snapshot_every steps and at the end, then the InductionResult.
+
+    stop() is asked before each step; True ends the run there (a last snapshot is taken, result.stopped).
+    Data: model init from seed, training batches from seed + 1, held-out batch from seed + 2.
+    """
+    _check_config(cfg)
+    if stop is not None and not callable(stop):
+        raise ValueError(f"stop must be a callable returning True to stop, or None, got {type(stop).__name__}")
+    start, cpu = time.perf_counter(), time.thread_time()
+    model = build_model(cfg)
+    data = torch.Generator().manual_seed(cfg.seed + 1)
+    heldout, probe = heldout_batch(cfg), probe_sequence(cfg, seed=cfg.seed)
+    opt = torch.optim.Adam(model.parameters(), lr=cfg.lr, foreach=True)
+    snapshots, window, stopped = [], [], False
+    for step in range(cfg.steps + 1):
+        stopped = stop is not None and bool(stop())
+        if step % cfg.snapshot_every == 0 or step == cfg.steps or stopped:
+            snapshots.append(_snapshot(model, step, heldout, probe, window))
+            window = []
+            yield snapshots[-1]
+        if stopped or step == cfg.steps:
+            break
+        window.append(_update(model, opt, repeated_batch(cfg, cfg.batch, data)))
+    state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    yield InductionResult(cfg, tuple(snapshots), state, stopped, time.perf_counter() - start, time.thread_time() - cpu)
+
+
+def _update(model: CausalDecoder, opt: torch.optim.Optimizer, tokens: torch.Tensor) -> float:
+    logits, _ = model(tokens)
+    loss = next_token_loss(logits, tokens)
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    opt.step()
+    return float(loss.detach())
+
+
+@torch.no_grad()
+def _snapshot(model, step: int, heldout: torch.Tensor, probe: torch.Tensor, window: list[float]) -> InductionSnapshot:
+    model.eval()
+    logits, weights = model(heldout)
+    _, probe_weights = model(probe)
+    model.train()
+    return InductionSnapshot(
+        step=step,
+        losses=split_losses(logits, heldout),
+        scores={name: v.numpy() for name, v in head_scores(weights, heldout).items()},
+        probe_maps=torch.stack([w[0] for w in probe_weights]).to(torch.float16).numpy(),  # (L, H, n, n)
+        train_loss=sum(window) / len(window) if window else math.nan,
+    )
+
+
+def train_induction(cfg: InductionConfig, *, stop: Callable[[], bool] | None = None) -> InductionResult:
+    """Train to the end (or until stop() returns True); the InductionResult."""
+    for item in train_induction_iter(cfg, stop=stop):
+        if isinstance(item, InductionResult):
+            return item
+    raise AssertionError("train_induction_iter ends with its result")
+
+
+def restore(result: InductionResult) -> CausalDecoder:
+    """The trained model of a result, in eval mode."""
+    if not isinstance(result, InductionResult):
+        raise ValueError(f"result must be an InductionResult, got {type(result).__name__}")
+    model = build_model(result.config)
+    model.load_state_dict(result.state)
+    return model.eval()
+
+
+@torch.no_grad()
+def knockout_losses(
+    result_or_model, heads=frozenset(), mode: str = "zero", *, tokens: torch.Tensor | None = None
+) -> dict[str, float]:
+    """split_losses with the (layer, head) pairs in `heads` knocked out ("zero" or "mean", see CausalDecoder).
+
+    On the run's held-out batch for an InductionResult; a CausalDecoder needs `tokens` (B, n) to measure on.
+    """
+    if mode not in KNOCKOUT_MODES:
+        raise ValueError(f"mode must be one of {KNOCKOUT_MODES}, got {mode!r}")
+    if isinstance(result_or_model, InductionResult):
+        model = restore(result_or_model)
+        tokens = heldout_batch(result_or_model.config) if tokens is None else tokens
+    elif isinstance(result_or_model, CausalDecoder):
+        model = result_or_model
+        if tokens is None:
+            raise ValueError("tokens must be given (a (B, n) batch to measure on) when result_or_model is a model")
+    else:
+        raise ValueError(
+            f"result_or_model must be an InductionResult or a CausalDecoder, got {type(result_or_model).__name__}"
+        )
+    was_training = model.training
+    model.eval()
+    logits, _ = model(tokens, knockout=heads, knockout_mode=mode)
+    model.train(was_training)
+    return split_losses(logits, tokens)
+
+
+def phase_change(steps: Sequence[int], repeated_losses: Sequence[float]) -> int | None:
+    """The step where the repeated-token loss falls fastest within its largest sudden fall; None if it has none.
+
+    The curve is first made monotone (its running minimum: a noisy bump up is no fall). Its largest fall over
+    PHASE_WINDOW of the run's steps must reach PHASE_MIN_FALL nats and hold to the end (the last loss at least
+    half that fall below the window's start); the answer is the middle of the steepest snapshot interval
+    inside that window.
+    """
+    s, loss = _check_curve(steps, repeated_losses)
+    low = np.minimum.accumulate(loss)
+    span = PHASE_WINDOW * (s[-1] - s[0])
+    best = (0.0, 0, 0)
+    for k in range(len(s) - 1):
+        j = min(int(np.searchsorted(s, s[k] + span, side="left")), len(s) - 1)
+        j = max(j, k + 1)
+        best = max(best, (float(low[k] - low[j]), k, j))
+    fall, k, j = best
+    if fall < PHASE_MIN_FALL or loss[-1] > low[k] - fall / 2:
+        return None
+    rates = [(low[i] - low[i + 1]) / (s[i + 1] - s[i]) for i in range(k, j)]
+    i = k + int(np.argmax(rates))
+    return int((s[i] + s[i + 1]) // 2)
+
+
+def _check_curve(steps, losses) -> tuple[np.ndarray, np.ndarray]:
+    s = np.asarray(steps)
+    loss = np.asarray(losses, dtype=float)
+    if s.ndim != 1 or len(s) < 2 or not np.issubdtype(s.dtype, np.integer):
+        raise ValueError(f"steps must be a sequence of at least 2 integers, got {steps!r:.80}")
+    if bool(np.any(np.diff(s) <= 0)):
+        raise ValueError("steps must increase strictly")
+    if loss.shape != s.shape or not bool(np.all(np.isfinite(loss))):
+        raise ValueError(f"repeated_losses must be {len(s)} finite numbers, one per step")
+    return s, loss
+
+
+def work(cfg: InductionConfig) -> float:
+    """About the flops of a run: forward and backward (3 x forward) of every training batch, plus one forward of
+    the held-out batch and the probe per snapshot. Per token, a forward costs 2 x (per layer: 4 d^2 projections,
+    2 n d for the scores and the mix, 8 d^2 MLP if any; then d x vocab for the unembedding)."""
+    _check_config(cfg)
+    d, n = cfg.d_model, cfg.seq_len
+    per_token = 2 * (cfg.layers * (4 * d * d + 2 * n * d + (8 * d * d if cfg.mlp else 0)) + d * cfg.vocab)
+    snapshots = cfg.steps // cfg.snapshot_every + 2
+    return float(per_token * n * (3 * cfg.steps * cfg.batch + snapshots * (HELDOUT + 1)))

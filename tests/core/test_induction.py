@@ -1,10 +1,34 @@
 import math
 
+import numpy as np
 import pytest
 import torch
 
-from attn_core.learn import CausalDecoder, InductionConfig, head_scores, probe_sequence, repeated_batch, split_losses
+from attn_core.learn import (
+    CausalDecoder,
+    InductionConfig,
+    InductionResult,
+    head_scores,
+    knockout_losses,
+    phase_change,
+    probe_sequence,
+    repeated_batch,
+    split_losses,
+    train_induction,
+    train_induction_iter,
+    work,
+)
+from attn_core.learn import one_thread as torch_one_thread
 from attn_core.learn.heads import SCORES, repeated_pairs
+from attn_core.learn.induction import heldout_batch, restore
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    """Tiny matrices: one thread is fastest, and two spin against each other on a loaded machine."""
+    with torch_one_thread():
+        yield
+
 
 SEGMENT = 5  # hand-made maps: a segment of 5 distinct tokens repeated to 17 positions
 N = 17
@@ -319,3 +343,131 @@ def test_task_functions_check_their_arguments():
         repeated_batch(InductionConfig(), 2, 0)
     with pytest.raises(ValueError, match="seed"):
         probe_sequence(InductionConfig(), seed=-1)
+
+
+# --- training, phase change, knockout losses, work ---
+
+TINY = dict(d_model=16, num_heads=2, vocab=12, seq_len=16, min_segment=2, max_segment=6, batch=4)
+
+
+def test_train_iter_snapshots_then_result_and_is_deterministic():
+    cfg = InductionConfig(**TINY, steps=7, snapshot_every=3)
+    items = list(train_induction_iter(cfg))
+    snaps, result = items[:-1], items[-1]
+    assert isinstance(result, InductionResult) and not result.stopped
+    assert [s.step for s in snaps] == [0, 3, 6, 7] and result.snapshots == tuple(snaps)
+    first = snaps[0]
+    assert set(first.losses) == {"first_seen", "repeated", "all"} and math.isnan(first.train_loss)
+    assert math.isfinite(snaps[1].train_loss)
+    assert all(first.scores[name].shape == (2, 2) for name in SCORES)
+    assert first.probe_maps.shape == (2, 2, 16, 16) and first.probe_maps.dtype == np.float16
+    assert result.seconds > 0 and result.cpu_seconds >= 0
+    again = train_induction(cfg)
+    assert [s.losses for s in again.snapshots] == [s.losses for s in snaps]
+    assert all(torch.equal(result.state[k], again.state[k]) for k in result.state)
+
+
+def test_stop_ends_the_run_with_a_last_snapshot():
+    cfg = InductionConfig(**TINY, steps=50, snapshot_every=10)
+    calls = []
+
+    def stop():
+        calls.append(1)
+        return len(calls) > 4  # asked before steps 0..4: stops before update 5
+
+    result = train_induction(cfg, stop=stop)
+    assert result.stopped and [s.step for s in result.snapshots] == [0, 4]
+    untrained = train_induction(cfg, stop=lambda: True)
+    assert untrained.stopped and [s.step for s in untrained.snapshots] == [0]
+    with pytest.raises(ValueError, match="stop"):
+        train_induction(cfg, stop=True)
+
+
+def _fall(at, steps=range(0, 401, 20), high=4.2, low=0.2, width=15.0):
+    return list(steps), [low + (high - low) / (1 + math.exp((s - at) / width)) for s in steps]
+
+
+def test_phase_change_finds_the_steepest_sustained_fall():
+    steps, losses = _fall(250)
+    assert abs(phase_change(steps, losses) - 250) <= 10  # the middle of the steepest 20-step interval
+    steps, losses = _fall(130)
+    losses[3] += 0.5  # a noisy bump before the fall does not move it
+    assert abs(phase_change(steps, losses) - 130) <= 10
+
+
+@pytest.mark.parametrize(
+    "losses",
+    [
+        [4.2] * 21,  # flat
+        [4.2 - 0.02 * i for i in range(21)],  # a slow slide of 0.4 nats
+        [4.2 - 0.1 * i for i in range(21)],  # 2 nats, but spread evenly over the run: no sudden fall
+        [4.2] * 10 + [2.0] * 2 + [4.2] * 9,  # falls, then comes back: not sustained
+    ],
+)
+def test_phase_change_none_without_a_sudden_lasting_fall(losses):
+    assert phase_change(list(range(0, 401, 20)), losses) is None
+
+
+@pytest.mark.parametrize(
+    "steps, losses, word",
+    [
+        ([0], [1.0], "steps"),
+        ([0, 1.5], [1.0, 2.0], "steps"),
+        ([0, 2, 1], [1.0, 2.0, 3.0], "steps"),
+        ([0, 1, 2], [1.0, 2.0], "repeated_losses"),
+        ([0, 1, 2], [1.0, float("nan"), 2.0], "repeated_losses"),
+    ],
+)
+def test_phase_change_bad_arguments(steps, losses, word):
+    with pytest.raises(ValueError, match=word):
+        phase_change(steps, losses)
+
+
+def test_knockout_losses_on_a_result_and_on_a_model():
+    cfg = InductionConfig(**TINY, steps=5, snapshot_every=5)
+    result = train_induction(cfg)
+    intact = knockout_losses(result, frozenset())
+    assert intact == result.snapshots[-1].losses  # the held-out batch the snapshots were measured on
+    model = restore(result)
+    tokens = heldout_batch(cfg)
+    assert knockout_losses(model, {(0, 1)}, "mean", tokens=tokens) == knockout_losses(result, {(0, 1)}, "mean")
+    assert knockout_losses(result, {(0, 1)}) != intact
+    with pytest.raises(ValueError, match="tokens"):
+        knockout_losses(model, {(0, 1)})
+    with pytest.raises(ValueError, match="mode"):
+        knockout_losses(result, {(0, 1)}, "resample")
+    with pytest.raises(ValueError, match="result_or_model"):
+        knockout_losses(cfg, {(0, 1)})
+    with pytest.raises(ValueError, match="knockout"):
+        knockout_losses(result, {(2, 0)})
+
+
+def test_work_grows_with_each_cost():
+    base = InductionConfig()
+    w = work(base)
+    assert w > 0
+    for change in ({"steps": 1200}, {"batch": 64}, {"layers": 3}, {"d_model": 128}, {"mlp": True}, {"vocab": 256}):
+        assert work(InductionConfig(**{**base.__dict__, **change})) > w, change
+    with pytest.raises(ValueError, match="cfg"):
+        work({"steps": 10})
+
+
+def test_cli_prints_losses_phase_change_grid_and_knockouts(capsys):
+    from attn_core.learn.__main__ import main
+
+    tiny = "--d-model 16 --num-heads 2 --vocab 12 --seq-len 16 --min-segment 2 --max-segment 6 --batch 4"
+    assert main(["induction", *tiny.split(), "--steps", "4", "--snapshot-every", "2", "--mode", "mean"]) == 0
+    out = capsys.readouterr().out
+    table = [line.split() for line in out.splitlines() if line[:5].strip().isdigit()]
+    assert [int(row[0]) for row in table] == [0, 2, 4]
+    assert "phase change" in out and "none" in out.split("phase change")[1].splitlines()[0]  # 4 steps: no fall
+    for name in SCORES:
+        assert f"\n{name}:\n[[" in out
+    assert "knockout (mean)" in out and "L1H1" in out and "all of L0" in out
+
+
+def test_cli_bad_argument_is_a_clear_error(capsys):
+    from attn_core.learn.__main__ import main
+
+    assert main(["induction", "--lr", "0"]) == 2
+    assert "lr must be" in capsys.readouterr().err
