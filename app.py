@@ -10,7 +10,9 @@ import streamlit as st
 
 from explorer.ui import router
 
-router.load_modules()  # first: one thread imports every page's modules while the others wait (see there)
+st.set_page_config(page_title="Attention Explorer", page_icon=":material/visibility:", layout="wide")
+router.draw_while_loading()  # a fresh server: the page's title and lede while the first visitors wait
+router.load_modules()  # one thread imports every page's modules, once per process, while the others wait (see there)
 
 import torch  # loaded above already: from here on, imports only name what the router uses
 
@@ -45,7 +47,6 @@ def _settle_process() -> None:
 
 
 _settle_process()
-st.set_page_config(page_title="Attention Explorer", page_icon=":material/visibility:", layout="wide")
 
 
 def _pages() -> tuple[dict, dict]:

@@ -101,6 +101,8 @@ RUN_FINISHED = """(before) => {
     return window.__ltChanges > before && app && app.dataset.testScriptState === 'notRunning'
         && !document.querySelector('[data-testid="stStatusWidget"]');
 }"""
+FIRST_HEADING = """() => document.querySelector(
+    '[data-testid="stMainBlockContainer"] [data-testid="stHeading"]')?.innerText ?? null"""
 FIRST_RUN_FINISHED = """() => {
     const app = document.querySelector('[data-testid="stApp"]');
     return app && app.dataset.testScriptState === 'notRunning'
@@ -729,8 +731,9 @@ class FreshRun:
     wall_s: float
     healthy_s: float  # the server answered /_stcore/health
     opened_s: list[float]  # each session's first page finished (its first change is made right then)
-    browser_s: float  # a headless Chromium had drawn the home page (nan: no browser)
+    browser_s: float  # a headless Chromium had drawn the home page: its first run finished (nan: no browser)
     log: str  # the server's log
+    title_s: float = float("nan")  # ... and showed the page's title (its first heading), at the latest browser_s
 
     @property
     def uncaught(self) -> int:
@@ -771,13 +774,30 @@ def fresh_server(start_timeout: float = 120.0):
             _stop(proc)
 
 
-async def _first_drawn(browser, url: str, started: float, timeout_s: float) -> float:
-    """Seconds from the server's start until `browser` (launched before it) has drawn the home page."""
+@dataclass(frozen=True)
+class FirstPage:
+    """A browser's first page on a fresh server; times are seconds after `started` (time.monotonic())."""
+
+    title_s: float  # the page's first heading was shown (the title; anything drawn below it may still be missing)
+    title: str  # that heading's text
+    drawn_s: float  # the page's first run had finished: every control and chart drawn
+    final_title: str  # the first heading's text then
+
+
+async def first_page(page, url: str, started: float, timeout_s: float) -> FirstPage:
+    """Open `url` in `page` and time its title and its whole first run from `started` (polled every 20 ms)."""
+    await page.goto(url, timeout=1000 * timeout_s)
+    await page.wait_for_function(f"() => ({FIRST_HEADING})()", timeout=1000 * timeout_s, polling=20)
+    title_s, title = time.monotonic() - started, await page.evaluate(FIRST_HEADING)
+    await page.wait_for_function(FIRST_RUN_FINISHED, timeout=1000 * timeout_s, polling=20)
+    return FirstPage(title_s, title, time.monotonic() - started, await page.evaluate(FIRST_HEADING))
+
+
+async def _first_drawn(browser, url: str, started: float, timeout_s: float) -> FirstPage:
+    """The home page's title and first run in `browser` (launched before the server)."""
     page = await browser.new_page(viewport=VIEWPORT)
     try:
-        await page.goto(url, timeout=1000 * timeout_s)
-        await page.wait_for_function(FIRST_RUN_FINISHED, timeout=1000 * timeout_s, polling=50)
-        return time.monotonic() - started
+        return await first_page(page, url, started, timeout_s)
     finally:
         await page.close()
 
@@ -807,9 +827,9 @@ async def fresh_class(
 
         probe = asyncio.create_task(_first_drawn(browser, url, started, timeout_s)) if browser else None
         results, wall_s = await _all_sessions(session, sessions, changes, total_s)
-        browser_s = await probe if probe else float("nan")
+        shown = await probe if probe else FirstPage(float("nan"), "", float("nan"), "")
         opened = sorted(r.at[0] - started for r in results if r.at)  # the first change is made as the page is drawn
-        return FreshRun(results, wall_s, healthy_s, opened, browser_s, log())
+        return FreshRun(results, wall_s, healthy_s, opened, shown.drawn_s, log(), shown.title_s)
 
 
 async def run_fresh(args, pace: Pace) -> list[FreshRun]:
@@ -847,7 +867,8 @@ def _fresh_row(name: str, run: FreshRun) -> str:
     return (
         f"| {name} | {len(run.errors)} | {run.uncaught} | {len(ts)} | "
         + " | ".join(f"{x:.2f}" for x in q)
-        + f" | {run.healthy_s:.1f} | {run.browser_s:.1f} | {opened[0] if opened else float('nan'):.1f} | "
+        + f" | {run.healthy_s:.1f} | {run.title_s:.1f} | {run.browser_s:.1f} | "
+        f"{opened[0] if opened else float('nan'):.1f} | "
         f"{opened[-1] if opened else float('nan'):.1f} |"
     )
 
@@ -871,6 +892,15 @@ def fresh_report(args, runs: list[FreshRun], command: str) -> tuple[str, bool]:
             "worst " + (f"{max(firsts):.1f} s" if firsts else "none drawn"),
         ),
     ]
+    titles = [run.title_s for run in runs if run.title_s == run.title_s]
+    if titles:
+        goals.append(
+            (
+                "first page's title shown ≤ 3 s after the server's start",
+                max(titles) <= 3.0,
+                f"worst {max(titles):.1f} s",
+            )
+        )
     exceptions = sorted(
         {
             line.strip()
@@ -894,15 +924,17 @@ def fresh_report(args, runs: list[FreshRun], command: str) -> tuple[str, bool]:
         f"{args.switch_share:g})"
         + ("; a headless Chromium opens the home page at the same time" if not args.no_browser else ""),
         "- change → rerun (p50/p95/max): from sending the change to `script_finished` (tools/ws_client.py); the "
-        "columns healthy, browser page, first and last ws page are seconds after the server process was started",
+        "columns healthy, browser title, browser page, first and last ws page are seconds after the server process "
+        "was started (browser title: the home page's title shown; browser page: its first run finished, every "
+        "control drawn)",
         "",
         "| goal | met | measured |",
         "| --- | --- | --- |",
         *[f"| {g} | {'yes' if ok else 'NO'} | {v} |" for g, ok, v in goals],
         "",
-        "| server | session errors | uncaught in log | changes | p50 s | p95 s | max s | healthy s | browser page s "
-        "| first ws page s | last ws page s |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| server | session errors | uncaught in log | changes | p50 s | p95 s | max s | healthy s | browser title s "
+        "| browser page s | first ws page s | last ws page s |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
         *[_fresh_row(str(k + 1), run) for k, run in enumerate(runs)],
         "",
         "## Errors",
