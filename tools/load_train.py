@@ -18,6 +18,7 @@ import asyncio
 import datetime
 import os
 import re
+import statistics
 import time
 import urllib.parse
 from dataclasses import dataclass, field
@@ -53,6 +54,13 @@ class TrainClick:
     place: int | None = None  # the first place its status showed (None: it never waited)
     estimate_s: float | None = None  # the first estimated end it showed, seconds after the click
     why: list[str] = field(default_factory=list)
+
+    @property
+    def ratio(self) -> float | None:
+        """The first estimated end over the real time to the result: 1 is honest, 3 says three times too long."""
+        if self.estimate_s is None or self.outcome != "finished" or not self.seconds > 0:
+            return None
+        return self.estimate_s / self.seconds
 
 
 async def click_train(url: str, query: str, barrier: asyncio.Barrier, timeout_s: float) -> TrainClick:
@@ -116,15 +124,29 @@ def report(args, clicks: list[TrainClick], mem: dict[str, float], loads: tuple, 
         f"Server RSS: baseline {mem['baseline']:.0f} MB (after start and one warm visit to every page), peak "
         f"{mem['peak']:.0f} MB during the clicks (sampled every {args.mem_interval:g} s).",
         "",
-        "| session | settings | outcome | click → result s | first place | first estimated end s |",
-        "| ---: | --- | --- | ---: | ---: | ---: |",
+        ratio_line(clicks),
+        "",
+        "| session | settings | outcome | click → result s | first place | first estimated end s | estimate / real |",
+        "| ---: | --- | --- | ---: | ---: | ---: | ---: |",
     ]
     for k, c in enumerate(clicks):
         estimate = "-" if c.estimate_s is None else f"{c.estimate_s:.0f}"
-        lines.append(f"| {k} | `{c.query}` | {c.outcome} | {c.seconds:.1f} | {c.place or '-'} | {estimate} |")
+        ratio = "-" if c.ratio is None else f"{c.ratio:.2f}"
+        lines.append(f"| {k} | `{c.query}` | {c.outcome} | {c.seconds:.1f} | {c.place or '-'} | {estimate} | {ratio} |")
     problems = [f"- session {k}: {w[:200]}" for k, c in enumerate(clicks) for w in c.why if c.outcome != "finished"]
     lines += ["", "## Problems", "", *(problems or ["none"]), ""]
     return "\n".join(lines), all(ok for _, ok, _ in goals)
+
+
+def ratio_line(clicks: list[TrainClick]) -> str:
+    """The first estimates against the real times to the result, over the runs that showed one."""
+    ratios = sorted(c.ratio for c in clicks if c.ratio is not None)
+    if not ratios:
+        return "No run showed an estimated end before its result."
+    return (
+        f"First estimated end / real time to the result, over the {len(ratios)} runs that showed one: median "
+        f"{statistics.median(ratios):.2f}, range {ratios[0]:.2f}-{ratios[-1]:.2f}."
+    )
 
 
 def train_main(args, command: str) -> bool:

@@ -49,10 +49,20 @@ def work(cfg: LearnConfig) -> float:
     return 6 * cfg.steps * cfg.batch_size * n * layers * (4 + 2 * cfg.mlp_ratio) * cfg.d_model**2
 
 
-def cost(cfg: LearnConfig, runs: int = 1) -> tuple[int, float]:
-    """(training steps, flops per step) of a click that trains `cfg` `runs` times: what the training line's time
-    estimate is computed from (explorer.ui.training)."""
-    return runs * cfg.steps, work(cfg) / cfg.steps
+def memory_mb(cfg: LearnConfig, runs: int = 1) -> float:
+    """What a click that trains `cfg` `runs` times may add to the server's resident memory at its peak, in MiB."""
+    task = build_task(cfg)
+    n = task.source_len + task.target_len
+    layers = cfg.layers + cfg.encoder_layers
+    params = layers * (4 + 2 * cfg.mlp_ratio) * cfg.d_model**2
+    activations = (cfg.batch_size + cfg.eval_size) * n * cfg.d_model * layers * 16
+    return 40 + (runs * 16 * params + 4 * activations) / 2**20
+
+
+def cost(cfg: LearnConfig, runs: int = 1) -> tuple[int, float, float]:
+    """(training steps, flops per step, memory in MiB) of a click that trains `cfg` `runs` times: what the training
+    line's time estimate and memory check are computed from (explorer.ui.training)."""
+    return runs * cfg.steps, work(cfg) / cfg.steps, memory_mb(cfg, runs)
 
 
 class TooMuchWork(ValueError):

@@ -291,20 +291,24 @@ def outlook() -> Outlook | None:
     return Outlook(_server_memory_mb(), RESERVE_MB, held / 2**20, low / 2**20)
 
 
-def short_of_memory_text(count: int, smallest_need_mib: float) -> str:
+def memory_case(now: Outlook, need_mib: float) -> str:
+    """When work needing `need_mib` that did not fit could: "later" (once the server is back at rest), "smaller"
+    (not even at rest: smaller settings), "never" (nothing fits at rest: the limit is too low for live heavy work)."""
+    if now.free_at_rest < 1:
+        return "never"
+    return "smaller" if need_mib > now.free_at_rest else "later"
+
+
+def short_of_memory_text(count: int, smallest_need_mib: float, section: str = "memory") -> str:
     """What is true about `count` parts skipped for memory, the smallest needing `smallest_need_mib`, in the
-    viewer's language: they fit once the server is back at rest (run again later), or they would not fit even at
-    rest (smaller settings), or nothing fits at all (the limit is too low for live heavy work)."""
+    viewer's language (memory_case; `section`: the locale table of common.toml that words it, "training_memory"
+    for a training run)."""
     now = outlook()
     if now is None:
-        return t("common.memory.unknown", count=count)
+        return t(f"common.{section}.unknown", count=count, need=smallest_need_mib)
     numbers = dataclasses.asdict(now) | {"count": count, "need": smallest_need_mib, "free": now.free_at_rest}
     numbers["minutes"] = FLOOR_WINDOW_S / 60
-    if now.free_at_rest < 1:
-        return t("common.memory.never", **numbers)
-    if smallest_need_mib > now.free_at_rest:
-        return t("common.memory.smaller", **numbers)
-    return t("common.memory.later", **numbers)
+    return t(f"common.{section}.{memory_case(now, smallest_need_mib)}", **numbers)
 
 
 @st.cache_resource

@@ -8,10 +8,17 @@ The line's own worker threads train up to `slots` runs at once (ATTN_TRAIN_SLOTS
 cores), each with one torch thread (attn_core.learn.one_thread), in first-come order; a run stops at the page's
 time budget and a complete run goes on the shelf.
 
+What a click asks of the server comes from the page (`Cost`: its steps, flops per step and memory; a Learning
+page's from tables.learning.cost), so any page that trains shares the line. Memory is checked as the heavy line
+checks a benchmark step: a run that needs more than the server has free even at rest (ATTN_SERVER_MEMORY_MB less
+heavy.RESERVE_MB less its least resident memory of the last minutes) is refused at the click, saying so in the
+viewer's language; one whose turn comes while the server holds too much now waits for a training run to end, or,
+with none training, ends untrained, saying that it would fit later.
+
 While a student waits, the page shows the run's place in the line and when it should start and end, computed
-from measured work: each run's steps and flops per step (tables.cost) and the seconds per step of the runs
-measured so far on this server (`Pace`), scheduled over the slots in line order. Before any run has taken a
-step there is nothing measured, and the page says so instead of guessing.
+from measured work: each run's steps and flops per step and the seconds per step of the runs measured so far on
+this server (`Pace`), scheduled over the slots in line order. A run's own pace counts only from SETTLE_S after its
+start (see there); until something is measured the page says so instead of guessing.
 
 A run belongs to whoever watches it: a student who stops watching (the stop button, another control, closing the
 tab) just leaves, and a run that nobody has looked at for GRACE_S seconds is dropped (waiting) or stopped
@@ -27,11 +34,13 @@ import threading
 import time
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import streamlit as st
 
 from attn_core.learn import one_thread
-from explorer.tables.learning import TooMuchWork, cost
+from explorer.tables.learning import TooMuchWork
+from explorer.tables.learning import cost as learning_cost
 from explorer.ui import heavy
 from explorer.ui.frame import friendly_errors, literal
 from explorer.ui.i18n import t
@@ -43,12 +52,34 @@ WATCHING = "_training_watching"  # session: the key of the run it waits for, so 
 POLL_S = 0.5  # how often a waiting page redraws its place (and notices a click that stops it)
 GRACE_S = 3.0  # a run nobody has looked at for this long has lost its viewers: dropped or stopped
 MAX_WAITING = 60  # runs waiting (not training) in the whole server: two per student of a class of 30
-# Steps a run takes before its own pace counts: its first steps include building the model and come while every page
-# that clicked reruns at once (30 clicks together: the first estimates from 5 steps were twice the real times).
+# A run's own pace is measured from SETTLE_S after its start, over at least MIN_STEPS steps. Its first steps include
+# building the model and come while every page whose click started the line reruns at once: 30 clicks together on a
+# busy machine, the first 20 steps of the first run took 89 ms each, the next 280 took 26 ms, at the same 7 ms of CPU
+# per step (the run's thread got 9 % of a core, then 26 %); estimates measured over them were 3x the real times
+# (benchmarks/load_test_train.md).
+SETTLE_S = 2.0
 MIN_STEPS = 20
 
 
 Full = heavy.Full  # the same refusal as the benchmarks' line: the viewer is told to try again later
+
+
+class Cost(NamedTuple):
+    """What one Train click asks of the server, as the page computes it from its settings: the line's estimates
+    and its memory check are made from these numbers alone, whatever the page trains."""
+
+    steps: int  # training steps of the whole click (all its runs)
+    flops: float  # per step
+    memory_mb: float  # peak growth of the server's resident memory while it trains, its result kept (MiB)
+
+
+class ShortOfMemory(RuntimeError):
+    """A run that did not fit in what the server may still take when its turn came, with nothing else training
+    that could free memory: it ends untrained, and its viewers are told when it could run (heavy.memory_case)."""
+
+    def __init__(self, need_mb: float, room_mb: float):
+        super().__init__(f"training needs ~{need_mb:.0f} MiB, the server has ~{room_mb:.0f} MiB left")
+        self.need_mb = need_mb
 
 
 class Shelf:
@@ -118,18 +149,36 @@ class Job:
     flops: float  # per step
     budget_s: float
     complete: Callable[[object], bool]
+    memory_mb: float = 0.0  # what it may add to the server's resident memory (Cost.memory_mb)
     state: str = "waiting"  # -> "training" -> "done"
+    short_mb: float | None = None  # first in line but waiting for memory: the MiB free now beside what it needs
     done: int = 0
     loss: float = math.nan
     started: float = 0.0
+    settled: tuple[float, int] | None = None  # (when, steps done) at its first step SETTLE_S after the start
     seen: float = field(default_factory=time.monotonic)  # when a viewer last looked
     result: object = None
     error: BaseException | None = None
     finished: threading.Event = field(default_factory=threading.Event)
 
     def own_pace(self, now: float) -> float | None:
-        """Seconds per step this run has measured itself (None before MIN_STEPS)."""
-        return (now - self.started) / self.done if self.state == "training" and self.done >= MIN_STEPS else None
+        """Seconds per step this run has measured itself since it settled (None before MIN_STEPS of them)."""
+        if self.state != "training" or self.settled is None or self.done - self.settled[1] < MIN_STEPS:
+            return None
+        return (now - self.settled[0]) / (self.done - self.settled[1])
+
+    def step_taken(self, done: int, loss: float) -> None:
+        now = time.monotonic()
+        self.done, self.loss = done, loss
+        if self.settled is None and now - self.started >= SETTLE_S:
+            self.settled = (now, done)
+
+    def pace(self, end: float) -> float:
+        """Seconds per step of the whole finished run: since it settled when that covers MIN_STEPS steps (a short
+        run's start is most of it, and counts)."""
+        if self.settled is not None and self.done - self.settled[1] >= MIN_STEPS:
+            return (end - self.settled[0]) / (self.done - self.settled[1])
+        return (end - self.started) / self.done
 
 
 @dataclass(frozen=True)
@@ -147,23 +196,29 @@ class View:
     end_s: float | None
     measured: int  # finished runs the estimate is made from
     steps_per_s: float | None  # the estimated pace of this run
+    memory_mb: float = 0.0  # what it needs
+    short_mb: float | None = None  # next to start but waiting for a training run to free memory: MiB free now
 
 
 class TrainingLine:
     """First-come, first-served training runs, `slots` at a time in worker threads; a run asked for while the same
     key waits or trains is joined instead of queued again."""
 
-    def __init__(self, slots: int, max_waiting: int = MAX_WAITING, shelf: Shelf | None = None):
+    def __init__(self, slots: int, max_waiting: int = MAX_WAITING, shelf: Shelf | None = None, room=None):
+        """room() -> bytes the server may still take (default heavy.headroom), None where unknown."""
         if slots < 1 or max_waiting < 0:
             raise ValueError(f"slots must be >= 1 and max_waiting >= 0, got {slots} and {max_waiting}")
         self.slots, self.max_waiting = slots, max_waiting
+        self._room = room
         self.shelf = shelf if shelf is not None else Shelf(SHELF_SIZE)
         self.pace = Pace()
         self._cond = threading.Condition()
         self._jobs: list[Job] = []  # training and waiting, in line order
         self._workers: list[threading.Thread] = []
 
-    def join(self, key: Hashable, run, *, steps: int, flops: float, budget_s: float, complete) -> tuple[Job, bool]:
+    def join(
+        self, key: Hashable, run, *, steps: int, flops: float, budget_s: float, complete, memory_mb: float = 0.0
+    ) -> tuple[Job, bool]:
         """(the run of `key` in the line, whether it was already there); Full when too many wait."""
         with self._cond:
             job = next((j for j in self._jobs if j.key == key), None)
@@ -173,7 +228,7 @@ class TrainingLine:
             waiting = sum(j.state == "waiting" for j in self._jobs)
             if waiting >= self.max_waiting and len(self._jobs) >= self.slots:  # no free slot, and no room to wait
                 raise Full(f"{self.max_waiting} training runs are already waiting")
-            job = Job(key, run, steps, flops, budget_s, complete)
+            job = Job(key, run, steps, flops, budget_s, complete, memory_mb)
             self._jobs.append(job)
             self._start_workers()
             self._cond.notify_all()
@@ -196,7 +251,7 @@ class TrainingLine:
             per = job.own_pace(now) or self.pace.per_step(job.flops, self._live(now))
         return View(
             job.state, place, training + place - 1 if place else 0, training, job.done, job.steps, job.loss,
-            start_s, end_s, len(self.pace), None if not per else 1 / per,
+            start_s, end_s, len(self.pace), None if not per else 1 / per, job.memory_mb, job.short_mb,
         )  # fmt: skip
 
     def _live(self, now: float) -> list[tuple[float, float]]:
@@ -236,17 +291,36 @@ class TrainingLine:
             worker.start()
 
     def _next(self) -> Job:
-        """The first waiting run that still has a viewer (the others leave the line); blocks until there is one."""
+        """The first waiting run that still has a viewer (the others leave the line) once it fits in memory; blocks
+        until there is one."""
         with self._cond:
             while True:
                 now = time.monotonic()
                 for job in [j for j in self._jobs if j.state == "waiting" and now - j.seen > GRACE_S]:
                     self._end(job)
                 job = next((j for j in self._jobs if j.state == "waiting"), None)
-                if job is not None:
-                    job.state, job.started = "training", now
+                if job is not None and self._fits(job):
+                    job.state, job.started, job.short_mb = "training", now, None
                     return job
-                self._cond.wait(GRACE_S)
+                self._cond.wait(POLL_S if job is not None else GRACE_S)
+
+    def _fits(self, job: Job) -> bool:
+        """Whether `job` fits in what the server may still take, less what the runs training now may still add
+        (counted in full: part of it may already be resident, but a run's peak can come at any step). One that
+        does not waits while a run trains (its end frees memory); with none training it ends, ShortOfMemory."""
+        room = (self._room or heavy.headroom)()
+        if room is None or not job.memory_mb:
+            return True
+        training = [j for j in self._jobs if j.state == "training"]
+        free_mb = room / 2**20 - sum(j.memory_mb for j in training)
+        if job.memory_mb <= free_mb:
+            return True
+        if training:
+            job.short_mb = max(0.0, free_mb)
+        else:
+            job.error = ShortOfMemory(job.memory_mb, max(0.0, free_mb))
+            self._end(job)
+        return False
 
     def _end(self, job: Job) -> None:
         """Out of the line, its viewers woken (the lock held)."""
@@ -266,12 +340,12 @@ class TrainingLine:
             return now - job.started < job.budget_s and now - job.seen <= GRACE_S
 
         def progress(done: int, total: int, loss: float) -> None:
-            job.done, job.loss = done, loss
+            job.step_taken(done, loss)
 
         try:
             job.result = job.run(keep_going=keep_going, progress=progress)
             if job.done >= MIN_STEPS:
-                self.pace.add(job.flops, (time.monotonic() - job.started) / job.done)
+                self.pace.add(job.flops, job.pace(time.monotonic()))
             if job.complete(job.result):
                 self.shelf.put(job.key, job.result)
         except Exception as err:  # noqa: BLE001 - shown to its viewers by the page, not lost in a worker thread
@@ -323,6 +397,8 @@ def status_text(view: View) -> str:
             return text + " " + t("learning.line.no_estimate")
         return text + " " + t("learning.line.left", seconds=math.ceil(view.end_s), rate=view.steps_per_s)
     text = t("learning.line.place", place=view.place, ahead=view.ahead, training=view.training)
+    if view.short_mb is not None:
+        return text + " " + t("learning.line.memory_wait", need=view.memory_mb, free=view.short_mb)
     if view.start_s is None:
         return text + " " + t("learning.line.no_estimate")
     return (
@@ -357,23 +433,43 @@ def watch(line: TrainingLine, job: Job, joined: bool, stop_key: str, where=st) -
     return job
 
 
-def train_in_line(key, run, *, cost, budget_s, complete, stop_key, where=st, rejoin=False):
+def short_of_memory(need_mb: float, where=st) -> None:
+    """Say, in the viewer's language, that a run needing `need_mb` MiB did not fit, and when it could."""
+    text = heavy.short_of_memory_text(1, need_mb, section="training_memory")
+    where.warning(text, icon=":material/memory:")
+
+
+def fits_at_rest(need_mb: float) -> bool:
+    """Whether a run needing `need_mb` MiB fits in the server's memory at rest (its least resident memory of the
+    last minutes): one that does not is refused at the click, since waiting in line would not make room for it."""
+    now = heavy.outlook()
+    return now is None or need_mb <= now.free_at_rest
+
+
+def train_in_line(key, run, *, cost: Cost, budget_s, complete, stop_key, where=st, rejoin=False):
     """Join the server's line for `key` (or its run already there) and watch it to its end. Returns the result,
-    or None when the line is full (said) or, with rejoin, when no run of `key` is in the line any more."""
+    or None when the line is full or the run does not fit in memory (both said), or, with rejoin, when no run of
+    `key` is in the line any more. A run already in the line is joined whatever memory is left: it takes no more."""
     line = server_line()
-    steps, flops = cost
     try:
-        if rejoin:
-            job, joined = line.find(key), True
-            if job is None:
-                return None
-        else:
-            job, joined = line.join(key, run, steps=steps, flops=flops, budget_s=budget_s, complete=complete)
+        job = line.find(key)
+        if rejoin and job is None:
+            return None
+        if job is None and not fits_at_rest(cost.memory_mb):
+            short_of_memory(cost.memory_mb, where)
+            return None
+        job, joined = line.join(
+            key, run, steps=cost.steps, flops=cost.flops, budget_s=budget_s, complete=complete,
+            memory_mb=cost.memory_mb,
+        )  # fmt: skip
     except Full:
         where.warning(t("common.training.full"), icon=":material/hourglass_disabled:")
         return None
     with heavy.announced("training"):  # in the URL while watched: a restart's new session tells the student
         watch(line, job, joined, stop_key, where)
+    if isinstance(job.error, ShortOfMemory):
+        short_of_memory(job.error.need_mb, where)
+        return None
     if job.error is not None:
         raise job.error
     return job.result
@@ -390,12 +486,14 @@ def trained(
     budget_s: float,
     complete: Callable[[object], bool],
     runs: int = 1,
+    cost: Callable[[object], Cost] | None = None,
 ) -> object | None:
-    """A Learning page's training, start to end: the settings checked (a too-large or bad setting is said, and the
-    run ends there), the result on the server's shelf or kept in this session, and on a click of Train the run
-    `run(config, keep_going=..., progress=...)` in the server's training line (`runs`: how many trainings of the
-    config one run makes, for the estimate). A page rerun while this session waits goes on waiting. Returns the
-    result to show, or None before anyone trained these settings."""
+    """A page's training, start to end: the settings checked (a too-large or bad setting is said, and the run
+    ends there), the result on the server's shelf or kept in this session, and on a click of Train the run
+    `run(config, keep_going=..., progress=...)` in the server's training line. `cost(config)`: the click's steps,
+    flops per step and memory (Cost), from which the line estimates its times and checks that it fits; default:
+    a Learning page's LearnConfig trained `runs` times (explorer.tables.learning.cost). A page rerun while this
+    session waits goes on waiting. Returns the result to show, or None before anyone trained these settings."""
     try:
         config = make_config()
     except TooMuchWork as err:
@@ -420,7 +518,7 @@ def trained(
             ran = train_in_line(
                 key,
                 lambda **kw: run(config, **kw),
-                cost=cost(config, runs),
+                cost=cost(config) if cost is not None else Cost(*learning_cost(config, runs)),
                 budget_s=budget_s,
                 complete=complete,
                 stop_key=stop_key,

@@ -2,6 +2,7 @@
 `running=<kind>`; a session that finds it there without having stopped the run itself (a new session after a
 restart, or one whose tab went away) tells the student, keeps nothing, and offers the run again."""
 
+import time
 import tomllib
 
 import pytest
@@ -9,6 +10,7 @@ import streamlit as st
 from app_helpers import APP, assert_clean, open_link
 from streamlit.testing.v1 import AppTest
 
+from explorer.tables import learning
 from explorer.tables import scaling as tables
 from explorer.ui import heavy
 
@@ -126,3 +128,34 @@ def test_a_rerun_served_from_the_store_leaves_the_address_alone(monkeypatch):
     at.toggle(key="bench_log_axes").set_value(False).run()
     assert_clean(at)
     assert marked == [] and len(at.get("vega_lite_chart")) == 2
+
+
+def tiny_training_need_mib() -> float:
+    """What the page's tiny training asks the line for (the same function the page's click uses)."""
+    cfg = learning.learn_config("reverse", 16, 1, 1, learning.AUTO, 20, True, 0)
+    return learning.cost(cfg)[2]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("case", ["never", "smaller", "later"])
+def test_a_training_that_does_not_fit_the_servers_memory_is_not_run_and_says_when_it_could(monkeypatch, lang, case):
+    """ATTN_SERVER_MEMORY_MB set just above what the test process holds at rest (a floor 200 MiB below it now): no
+    room at all (never), less than the run needs even at rest (smaller), or room at rest but not now (later)."""
+    need = tiny_training_need_mib()
+    held = heavy.resident_bytes() / 2**20
+    floor = heavy.Floor(heavy.FLOOR_WINDOW_S)
+    floor.add(int((held - 200) * 2**20), time.monotonic())
+    monkeypatch.setattr(heavy, "resting", lambda: floor)
+    limit = {"never": heavy.RESERVE_MB + 0.5, "smaller": heavy.RESERVE_MB + held - 200 + need / 2}.get(
+        case, heavy.RESERVE_MB + held + need / 4
+    )
+    monkeypatch.setenv("ATTN_SERVER_MEMORY_MB", str(limit))
+    seed = {"never": 5160, "smaller": 5162, "later": 5164}[case] + (lang == "zh")
+    at = open_link(LEARNING, {**TINY_TRAINING, "lang": lang, "seed": str(seed)})
+    at.button(key="learn_train").click().run()
+    assert_clean(at)
+    start = words(lang, "common", "training_memory", case).split("{")[0]
+    (warning,) = [w.value for w in at.warning if w.value.startswith(start)]
+    assert f"{need:.0f} MiB" in warning or case == "never"
+    assert "learn_snapshot" not in [s.key for s in at.select_slider]  # nothing trained
+    assert heavy.RUNNING not in at.query_params
