@@ -9,7 +9,18 @@ from explorer.charts import learning as charts
 from explorer.tables import learning as tables
 from explorer.ui import state as controls
 from explorer.ui import training
-from explorer.ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed, spec_of, table
+from explorer.ui.frame import (
+    chart,
+    formula,
+    friendly_errors,
+    header,
+    notice,
+    predict_first,
+    seed,
+    spec_of,
+    store,
+    table,
+)
 from explorer.ui.i18n import t, td, tl
 
 BUDGET_S = 2 * tables.TIME_BUDGET_S  # two runs
@@ -35,20 +46,31 @@ names = td("learning_scale.series")
 init_variance = table(tables.init_variance, 8)
 
 
-@st.cache_resource(max_entries=16, show_spinner=False)
+# Kept for the whole server in stores of their own (a pair of step-0 snapshots is ~130 kB at d_k 256), not with
+# st.cache_*: their decorators, run with the page on every rerun, read the function's source each time.
+_untrained_pairs = store("learning_scale.untrained", 16)
+_run_frames = store("learning_scale.run_frames", 16)
+
+
 def untrained_pair(task, d_k, init_scale, steps, seed_value):
     """Both models at initialisation (identical weights; only the scale differs): step-0 snapshots, cheap."""
-    cfg = tables.scale_config(task, d_k, init_scale, steps, seed_value)
-    return tables.untrained(cfg).snapshots[0], tables.untrained(replace(cfg, scaled=False)).snapshots[0]
+
+    def build():
+        cfg = tables.scale_config(task, d_k, init_scale, steps, seed_value)
+        return tables.untrained(cfg).snapshots[0], tables.untrained(replace(cfg, scaled=False)).snapshots[0]
+
+    return _untrained_pairs.get_once((task, d_k, init_scale, steps, seed_value), build)
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
-def run_frames(_both, key):
-    df = pd.concat([tables.curves(_both.scaled, "scaled"), tables.curves(_both.unscaled, "unscaled")])
-    d_k = _both.scaled.config.d_k
-    return df.assign(qk_var_per_d_k=df["qk_var"] / d_k).reset_index(drop=True), tables.scale_summary(
-        _both.scaled, _both.unscaled
-    )
+def run_frames(both, key):
+    """Both runs' curves and summary, for the run named `key` (shared: callers only read them)."""
+
+    def build():
+        df = pd.concat([tables.curves(both.scaled, "scaled"), tables.curves(both.unscaled, "unscaled")])
+        df = df.assign(qk_var_per_d_k=df["qk_var"] / both.scaled.config.d_k).reset_index(drop=True)
+        return df, tables.scale_summary(both.scaled, both.unscaled)
+
+    return _run_frames.get_once(key, build)
 
 
 def complete(both) -> bool:
