@@ -84,6 +84,10 @@ TERMS: tuple[Term, ...] = (
     Term("hbm", r"\text{HBM}", "hardware", ("flash_walkthrough",)),
     Term("sram", r"\text{SRAM},\ \text{SM}", "hardware", ("flash_walkthrough",)),
     Term("tile", r"B_q\times B_k,\ b\times b", "hardware", ("flash_walkthrough", "scaling")),  # the pages' symbols
+    Term("previous_token_head", r"A_{i,\,i-1}", "circuits", ("induction",)),
+    Term("induction_head", r"x_{j-1}=x_i\ \Rightarrow\ A_{ij}", "circuits", ("induction",)),
+    Term("attention_sink", r"A_{i,0}", "circuits", ("induction",)),
+    Term("ablation", r"\text{head}_{\ell h}\to 0", "circuits", ("induction",)),
 )
 GROUPS: tuple[str, ...] = tuple(dict.fromkeys(term.group for term in TERMS))
 

@@ -47,6 +47,10 @@ USES = {
     "hbm": r"HBM",
     "sram": r"SRAM|\bSMs?\b",
     "tile": r"\btiles?\b",
+    "previous_token_head": r"previous-token head",
+    "induction_head": r"induction head",
+    "attention_sink": r"attention sink",
+    "ablation": r"ablation",
 }
 
 

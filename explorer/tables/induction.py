@@ -1,0 +1,281 @@
+"""Tables for "Watch an induction head form": the page's two models (2 layers and 1 layer, trained by one click),
+checked against the page's work cap, and their snapshots laid out as tidy DataFrames: losses on first-seen and
+repeated tokens, the layer x head grid of head scores, each head's map on the probe sequence, knockouts.
+
+Training, the scores, the phase change and the knockouts are attn_core.learn's (induction.py, heads.py); this
+module only picks the configs and turns results into rows and the few numbers the page's sentences are made of.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from attn_core.learn.induction import (
+    InductionConfig,
+    InductionResult,
+    InductionSnapshot,
+    heldout_batch,
+    knockout_losses,
+    phase_change,
+    probe_sequence,
+    restore,
+    train_induction_iter,
+    work,
+)
+from attn_core.learn.threads import one_thread
+from explorer.tables.learning import TooMuchWork
+
+STEPS = (40, 100, 200, 300, 400, 600, 800, 1000)
+MODELS = ("two", "one")  # the 2-layer model, then the 1-layer one beside it
+LAYERS = {"two": 2, "one": 1}
+SPLITS = ("first_seen", "repeated")  # split_losses' keys the page draws ("all" is in the tables)
+GRID_SCORES = ("previous_token", "induction", "duplicate_token", "first_token")  # shares of weight, 0..1
+MODES = ("zero", "mean")
+SNAPSHOTS = 30  # about this many per run: enough to see the phase change, few enough to play through
+# Above this score a head is called an induction (previous-token) head on the page. The untrained models score
+# below 0.1 on both, and trained 2-layer runs above 0.5 (attn_core's tests and the issue's measurements), so 0.3
+# separates them with room on both sides; the page states the threshold beside every verdict.
+FORMED = 0.3
+# One click trains both models. Measured on one core (shared 2-core machine, see benchmarks/induction_page.md):
+# the pair at 1000 steps, the page's largest, took well under the time budget. The cap leaves room for that and
+# refuses anything larger (no control asks for more today; a link or a later control cannot sneak past it).
+PAGE_MAX_WORK_FACTOR = 1.5  # times the work of the pair at the page's largest step count
+TIME_BUDGET_S = 90.0  # wall-clock for the pair: a click still training after this stops and shows what it has
+
+
+@dataclass(frozen=True)
+class Pair:
+    """The page's two models, trained by one click with the same data, seed and steps: `two` has 2 layers."""
+
+    two: object
+    one: object
+
+    def __iter__(self):
+        return iter((self.two, self.one))
+
+
+def base_config(steps: int, seed: int, layers: int = 2) -> InductionConfig:
+    every = max(1, steps // SNAPSHOTS)
+    return InductionConfig(layers=layers, steps=steps, seed=seed, snapshot_every=every)
+
+
+def pair_work(pair: Pair) -> float:
+    return work(pair.two) + work(pair.one)
+
+
+def max_work() -> float:
+    return PAGE_MAX_WORK_FACTOR * pair_work(Pair(base_config(max(STEPS), 0, 2), base_config(max(STEPS), 0, 1)))
+
+
+def pair_config(steps: int, seed: int) -> Pair:
+    """The configs of one click: the 2-layer model and the 1-layer one; TooMuchWork beyond the page's cap."""
+    if steps not in STEPS:
+        raise ValueError(f"steps must be one of {STEPS}, got {steps!r}")
+    pair = Pair(base_config(steps, seed, 2), base_config(steps, seed, 1))
+    if pair_work(pair) > max_work():
+        raise TooMuchWork(pair_work(pair) / max_work())
+    return pair
+
+
+def memory_mb(pair: Pair) -> float:
+    """What one click may add to the server's resident memory at its peak, in MiB: each model's parameters with
+    their gradients and Adam's two moments, the activations of a batch (attention maps dominate), and the
+    snapshots kept (probe maps in fp16)."""
+    total = 0.0
+    for cfg in pair:
+        d, n = cfg.d_model, cfg.seq_len
+        params = cfg.layers * 4 * d * d + (cfg.vocab + n) * d + cfg.vocab * d
+        activations = cfg.batch * cfg.layers * (cfg.num_heads * n * n * 3 + n * d * 12)
+        snapshots = (cfg.steps // cfg.snapshot_every + 2) * cfg.layers * cfg.num_heads * n * n * 2
+        total += 16 * params + 4 * activations + snapshots
+    return 40 + total / 2**20
+
+
+def cost(pair: Pair) -> tuple[int, float, float]:
+    """(training steps, flops per step, memory in MiB) of one click: what the training line's estimates and its
+    memory check are computed from (explorer.ui.training.Cost)."""
+    steps = pair.two.steps + pair.one.steps
+    return steps, pair_work(pair) / steps, memory_mb(pair)
+
+
+def _train_one(cfg: InductionConfig, keep_going, progress, done: int, total: int) -> InductionResult:
+    result = None
+    for item in train_induction_iter(cfg, stop=lambda *_: keep_going is not None and not keep_going(done)):
+        if isinstance(item, InductionSnapshot):
+            if progress is not None:
+                progress(done + item.step, total, item.losses["all"])
+        else:
+            result = item
+    return result
+
+
+def train_pair(pair: Pair, *, keep_going=None, progress=None) -> Pair:
+    """Train both models, the 2-layer one first; the training line's run(config, keep_going=, progress=)."""
+    total = pair.two.steps + pair.one.steps
+    two = _train_one(pair.two, keep_going, progress, 0, total)
+    one = _train_one(pair.one, keep_going, progress, pair.two.steps, total)
+    return Pair(two, one)
+
+
+def untrained_pair(pair: Pair) -> Pair:
+    """Both models at initialisation: a step-0 snapshot each, no update (what a plain view shows).
+
+    One torch thread, like training: small matrices gain nothing from two, and on a busy server OpenMP's second
+    thread spinning for a core made these forwards ten times slower (measured on the shared 2-core machine)."""
+    with one_thread():
+        return Pair(*(_train_one(cfg, lambda _: False, None, 0, 1) for cfg in pair))
+
+
+def complete(pair: Pair) -> bool:
+    return not (pair.two.stopped or pair.one.stopped)
+
+
+def run_steps(result: InductionResult) -> list[int]:
+    return [s.step for s in result.snapshots]
+
+
+def index_at(result: InductionResult, step: int) -> int:
+    """The last snapshot at or before `step` (the 1-layer run may have been cut shorter than the 2-layer one)."""
+    steps = run_steps(result)
+    return max(0, int(np.searchsorted(steps, step, side="right")) - 1)
+
+
+def loss_curves(pair: Pair) -> pd.DataFrame:
+    """Long rows: step, model, split, loss (nats) of every snapshot of both models."""
+    rows = [
+        {"step": s.step, "model": model, "split": split, "loss": s.losses[split]}
+        for model, result in zip(MODELS, pair, strict=True)
+        for s in result.snapshots
+        for split in SPLITS
+    ]
+    return pd.DataFrame(rows, columns=["step", "model", "split", "loss"])
+
+
+def phase_changes(pair: Pair) -> dict[str, int | None]:
+    """{model: the step of the repeated-token loss's steepest sustained fall (attn_core's phase_change), or None}."""
+    found = {}
+    for model, result in zip(MODELS, pair, strict=True):
+        steps = run_steps(result)
+        found[model] = phase_change(steps, [s.losses["repeated"] for s in result.snapshots]) if len(steps) > 2 else None
+    return found
+
+
+def score_cells(pair: Pair, step: int) -> pd.DataFrame:
+    """The layer x head grid of both models at the snapshot at or before `step`: model, layer, head, row, score,
+    value (row: the model and layer, as the chart's y axis)."""
+    rows = []
+    for model, result in zip(MODELS, pair, strict=True):
+        snap = result.snapshots[index_at(result, step)]
+        for score in GRID_SCORES:
+            grid = np.asarray(snap.scores[score], dtype=float)
+            for layer, head in np.ndindex(grid.shape):
+                row = f"{model}:{layer}"
+                rows.append((model, layer, head, row, score, float(grid[layer, head]), snap.step))
+    return pd.DataFrame(rows, columns=["model", "layer", "head", "row", "score", "value", "step"])
+
+
+def probe_tokens(cfg: InductionConfig) -> list[int]:
+    return [int(x) for x in probe_sequence(cfg, seed=cfg.seed)[0]]
+
+
+def map_cells(result: InductionResult, index: int, layer: int) -> pd.DataFrame:
+    """Each head's attention on the probe sequence at snapshot `index`, layer `layer`: head, query, key, q_token,
+    k_token, weight (rows = queries, columns = keys; the causal upper triangle, all zeros, left out)."""
+    maps = np.asarray(result.snapshots[index].probe_maps[layer], dtype=np.float32)  # (H, n, n)
+    heads, n, _ = maps.shape
+    tokens = np.asarray(probe_tokens(result.config))
+    q, k = np.tril_indices(n)
+    frames = [
+        pd.DataFrame(
+            {"head": h, "query": q, "key": k, "q_token": tokens[q], "k_token": tokens[k], "weight": maps[h, q, k]}
+        )
+        for h in range(heads)
+    ]
+    return pd.concat(frames, ignore_index=True)
+
+
+def head_label(layer: int, head: int) -> str:
+    return f"L{layer}H{head}"
+
+
+def head_options(cfg: InductionConfig) -> list[str]:
+    return [head_label(layer, head) for layer in range(cfg.layers) for head in range(cfg.num_heads)]
+
+
+def parse_heads(labels) -> frozenset[tuple[int, int]]:
+    return frozenset((int(x[1 : x.index("H")]), int(x[x.index("H") + 1 :])) for x in labels)
+
+
+def knockout_table(result: InductionResult, labels: tuple[str, ...], mode: str) -> pd.DataFrame:
+    """Losses of the intact model and with the heads `labels` removed: split, intact, knocked_out (nats)."""
+    model, tokens = restore(result), heldout_batch(result.config)
+    with one_thread():  # see untrained_pair
+        intact = knockout_losses(model, frozenset(), mode, tokens=tokens)
+        removed = knockout_losses(model, parse_heads(labels), mode, tokens=tokens) if labels else intact
+    return pd.DataFrame(
+        [{"split": s, "intact": intact[s], "knocked_out": removed[s]} for s in (*SPLITS, "all")],
+        columns=["split", "intact", "knocked_out"],
+    )
+
+
+def single_knockouts(result: InductionResult, mode: str) -> pd.DataFrame:
+    """Each head removed alone: head, layer, split, loss (nats), and the intact model's loss as head "none"."""
+    model, tokens = restore(result), heldout_batch(result.config)  # once: rebuilding costs more than a forward
+    rows = []
+    with one_thread():  # see untrained_pair
+        for label in ["none", *head_options(result.config)]:
+            heads = parse_heads([label]) if label != "none" else frozenset()
+            losses = knockout_losses(model, heads, mode, tokens=tokens)
+            rows += [{"head": label, "split": s, "loss": losses[s]} for s in SPLITS]
+    return pd.DataFrame(rows, columns=["head", "split", "loss"])
+
+
+def best_head(result: InductionResult, index: int, score: str, layer: int | None = None) -> tuple[int, int, float]:
+    """(layer, head, value) of the highest `score` at snapshot `index`, in `layer` or in any layer."""
+    grid = np.nan_to_num(np.asarray(result.snapshots[index].scores[score], dtype=float), nan=-math.inf)
+    if layer is not None:
+        masked = np.full_like(grid, -math.inf)
+        masked[layer] = grid[layer]
+        grid = masked
+    layer_, head = np.unravel_index(int(np.argmax(grid)), grid.shape)
+    return int(layer_), int(head), float(grid[layer_, head])
+
+
+def sink_share(result: InductionResult, index: int) -> tuple[float, float]:
+    """(mean first-token score of the last layer's heads, 1/mean number of keys a query sees): weight on token 0
+    against what uniform rows would give it."""
+    grid = np.asarray(result.snapshots[index].scores["first_token"], dtype=float)
+    n = result.config.seq_len
+    uniform = float(np.mean([1 / (i + 1) for i in range(1, n)]))
+    return float(grid[-1].mean()), uniform
+
+
+def facts(pair: Pair, step: int) -> dict:
+    """The numbers the page's sentences are made of, at the snapshot at or before `step` of each model."""
+    i2, i1 = index_at(pair.two, step), index_at(pair.one, step)
+    s2, s1 = pair.two.snapshots[i2], pair.one.snapshots[i1]
+    ind = best_head(pair.two, i2, "induction")
+    prev = best_head(pair.two, i2, "previous_token")
+    one_ind = best_head(pair.one, i1, "induction")
+    sink, uniform = sink_share(pair.two, i2)
+    return {
+        "step": s2.step,
+        "ind_layer": ind[0],
+        "ind_head": ind[1],
+        "ind": ind[2],
+        "prev_layer": prev[0],
+        "prev_head": prev[1],
+        "prev": prev[2],
+        "one_ind": one_ind[2],
+        "one_head": one_ind[1],
+        "rep_two": s2.losses["repeated"],
+        "rep_one": s1.losses["repeated"],
+        "first_two": s2.losses["first_seen"],
+        "sink": sink,
+        "uniform": uniform,
+        "threshold": FORMED,
+    }

@@ -1,0 +1,114 @@
+"""The page "Watch an induction head form": the untrained view, a short training of both models, the snapshot
+slider and Play, knockouts, both languages, and sentences that state what the numbers beside them show.
+
+Training here is short (40 steps per model) and uses seeds no other test uses, so that the server-wide shelf of
+finished runs (explorer.ui.training) starts empty for them.
+"""
+
+import json
+
+import pytest
+from app_helpers import assert_clean, open_link
+
+from explorer.tables import induction as tables
+from explorer.tables.learning import TooMuchWork
+from explorer.ui import training
+
+PAGE = "views/induction.py"
+TINY = {"ind_steps": "40"}
+
+
+def train(at):
+    at.button(key="ind_train").click().run()
+    assert_clean(at)
+    return at
+
+
+def notice_points(at) -> list[str]:
+    (box,) = [m.value for m in at.markdown if m.value.startswith(("**What to notice**", "**请注意**"))]
+    return box.splitlines()[1:]
+
+
+def shelf_pair(steps: int, seed: int):
+    pair = training.results().get(("induction", steps, seed))
+    assert pair is not None, "a finished click puts both models on the shelf"
+    return pair
+
+
+def test_a_plain_view_shows_both_untrained_models_and_trains_nothing():
+    at = open_link(PAGE, {"seed": "201"})
+    assert_clean(at)
+    assert any("before any training" in i.value for i in at.info)
+    assert "ind_snapshot" not in [s.key for s in at.select_slider]  # step 0 only: no slider
+    assert len(at.get("vega_lite_chart")) == 3  # losses, score grid, maps (no knockouts before training)
+    assert training.results().get(("induction", 600, 201)) is None  # nothing trained by looking
+    points = notice_points(at)
+    assert points[0].startswith("- At step 0 no head of the 2-layer model is an induction head yet")
+
+
+def test_train_move_the_slider_play_and_the_notice_follows_the_numbers():
+    at = train(open_link(PAGE, {**TINY, "seed": "202"}))
+    pair = shelf_pair(40, 202)
+    slider = at.select_slider(key="ind_snapshot")
+    steps = [int(o) for o in slider.options]
+    assert steps == tables.run_steps(pair.two) and steps[0] == 0 and slider.value == 40
+    for step in (40, 0):
+        slider.set_value(step).run()
+        assert_clean(at)
+        f = tables.facts(pair, step)
+        points = notice_points(at)
+        formed = f["ind"] >= tables.FORMED
+        assert points[0].startswith("- At step") and (" is an induction head yet" not in points[0]) == formed
+        assert f"{f['ind']:.2f}" in points[0] and f"layer {f['ind_layer']}, head {f['ind_head']}" in points[0]
+        assert f"{f['prev']:.2f}" in points[1] and f"{f['one_ind']:.2f}" in points[2]
+        assert f"{f['rep_two']:.2f} nats with 2 layers, " in points[3]
+        assert ("not below" in points[3]) == (f["rep_two"] >= f["rep_one"])
+        assert any(f"Head scores at step {step}" in text for text in chart_texts(at))
+    phases = tables.phase_changes(pair)
+    caption = next(c.value for c in at.caption if c.value.startswith("2 layers:"))
+    assert (f"at step {phases['two']}." in caption) if phases["two"] is not None else "no phase change" in caption
+    at.button(key="ind_play").click().run()  # from the first snapshot, one step on per tick
+    assert_clean(at)
+    assert at.select_slider(key="ind_snapshot").value == steps[1]
+    at.button(key="ind_pause").click().run()
+    assert_clean(at)
+
+
+def test_knockout_text_states_the_measured_losses():
+    at = train(open_link(PAGE, {**TINY, "seed": "203"}))
+    pair = shelf_pair(40, 203)
+    at.multiselect(key="ind_knockout").select("L0H0").select("L1H2").run()
+    assert_clean(at)
+    table = tables.knockout_table(pair.two, ("L0H0", "L1H2"), "zero").set_index("split")
+    before, after = table.loc["repeated", "intact"], table.loc["repeated", "knocked_out"]
+    text = next(m.value for m in at.markdown if m.value.startswith("Removing L0H0, L1H2"))
+    assert f"**{before:.2f}**" in text and f"**{after:.2f}**" in text
+    assert ("does not raise" in text) == (after <= before)
+    at.radio(key="ind_mode").set_value("mean").run()
+    assert_clean(at)
+    mean = tables.knockout_table(pair.two, ("L0H0", "L1H2"), "mean").set_index("split")
+    assert any(f"**{mean.loc['repeated', 'knocked_out']:.2f}**" in m.value for m in at.markdown)
+
+
+def test_both_languages_and_a_shared_result():
+    first = train(open_link(PAGE, {**TINY, "seed": "204"}))
+    again = open_link(PAGE, {**TINY, "seed": "204", "lang": "zh"})  # no click: the shelf has it
+    assert_clean(again)
+    assert again.select_slider(key="ind_snapshot").options == first.select_slider(key="ind_snapshot").options
+    assert notice_points(again)[0].startswith("- 在第 40 步")
+    assert any("第 40 步的头分数" in text for text in chart_texts(again))
+
+
+def test_the_page_refuses_work_beyond_its_cap(monkeypatch):
+    with pytest.raises(ValueError, match="steps"):
+        tables.pair_config(41, 0)
+    monkeypatch.setattr(tables, "PAGE_MAX_WORK_FACTOR", 0.5)
+    with pytest.raises(TooMuchWork):
+        tables.pair_config(max(tables.STEPS), 0)
+    steps, flops, memory = tables.cost(tables.pair_config(min(tables.STEPS), 0))
+    assert steps == 2 * min(tables.STEPS) and flops > 0 and memory > 0
+
+
+def chart_texts(at) -> list[str]:
+    """Each chart's spec as text (titles may be wrapped into line lists or signals: search the whole spec)."""
+    return [json.dumps(json.loads(c.proto.spec), ensure_ascii=False) for c in at.get("vega_lite_chart")]

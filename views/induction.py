@@ -1,0 +1,249 @@
+import streamlit as st
+
+from explorer.charts import induction as charts
+from explorer.tables import induction as tables
+from explorer.ui import state as controls
+from explorer.ui import training
+from explorer.ui.frame import (
+    anchor_of,
+    chart,
+    formula,
+    friendly_errors,
+    header,
+    notice,
+    predict_first,
+    section,
+    seed,
+    spec_of,
+    store,
+)
+from explorer.ui.i18n import t, td
+
+PLAY_S = 0.8  # seconds per snapshot while playing
+SNAP = "ind_snapshot"
+PLAYING = "_ind_playing"  # the run being played, while its animation runs
+KEPT = "_ind_kept"  # (key, pair) of this session's last click cut short by the time budget (not shared)
+SECTIONS = ("induction.sections.losses", "induction.sections.scores", "induction.sections.knockout")
+MAPS = ("two:0", "two:1", "one:0")  # which model's layer the probe maps show
+
+names = td("induction.names")
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def untrained(steps, seed_value):
+    """Both models as initialised (step-0 snapshots, no update): what a plain view shows, shared, read-only."""
+    return tables.untrained_pair(tables.pair_config(steps, seed_value))
+
+
+def kept(what: str, run_id: tuple, build):
+    """build() once per run and input for the whole server (results are read, never changed)."""
+    return store("induction", 256).get_once((what, *run_id), build)
+
+
+def play(run_id, first_step, last_step) -> None:
+    st.session_state[PLAYING] = run_id
+    if st.session_state.get(SNAP) == last_step:
+        st.session_state[SNAP] = first_step
+
+
+def pause() -> None:
+    st.session_state.pop(PLAYING, None)
+
+
+def loss_section(pair, run_id, step) -> None:
+    left, right = st.columns([3, 2])
+    df = kept("losses", run_id, lambda: tables.loss_curves(pair))
+    phases = kept("phases", run_id, lambda: tables.phase_changes(pair))
+    text = td("induction.charts.loss")
+    figure = spec_of(charts.losses, df, step, phases, text, names, data_key=(run_id, "losses"))
+    chart(figure, df, "induction_losses", where=left)
+    left.caption(phase_caption(phases))
+    with right:
+        formula(
+            r"\begin{gathered}\mathcal{L}_{\text{rep}}=-\frac{1}{|R|}\sum_{i\in R}\log p_\theta(x_{i+1}\mid x_{\le i})"
+            r"\\ R=\{i:\ \exists\, j<i,\ (x_j,x_{j+1})=(x_i,x_{i+1})\}\end{gathered}",
+            t("induction.loss_caption"),
+        )
+
+
+def phase_caption(phases) -> str:
+    parts = []
+    for model in tables.MODELS:
+        found = phases[model]
+        key = "induction.phase_found" if found is not None else "induction.phase_none"
+        parts.append(t(key, model=names[model], step=found))
+    return " ".join(parts)
+
+
+def snapshot_step(pair, run_id) -> int:
+    """The snapshot slider (with Play while playing), or step 0 for the untrained models."""
+    steps = tables.run_steps(pair.two)
+    if len(steps) < 2:
+        return steps[0]
+    if st.session_state.get(SNAP) not in steps:
+        st.session_state[SNAP] = steps[-1]
+    if st.session_state.get(PLAYING) == run_id:
+        i = steps.index(st.session_state[SNAP])
+        st.session_state[SNAP] = steps[min(i + 1, len(steps) - 1)]
+        if i + 2 >= len(steps):  # the last snapshot: stop the clock (a full rerun drops run_every)
+            st.session_state.pop(PLAYING, None)
+            st.rerun()
+    return controls.select_slider(
+        t("induction.controls.snapshot"), steps, steps[-1], key=SNAP, help=t("induction.controls.snapshot_help")
+    )
+
+
+def snapshots_section(pair, run_id) -> None:
+    """The snapshot slider; the losses, the score grid of both models and the probe maps at that snapshot."""
+    st.subheader(t("induction.sections.losses"), anchor=anchor_of("induction.sections.losses"))
+    step = snapshot_step(pair, run_id)
+    loss_section(pair, run_id, step)
+    scores_part(pair, run_id, step)
+
+
+def scores_part(pair, run_id, step) -> None:
+    st.subheader(t("induction.sections.scores"), anchor=anchor_of("induction.sections.scores"))
+    cells = kept("scores", (*run_id, step), lambda: tables.score_cells(pair, step))
+    rows = {
+        f"{m}:{layer}": t("induction.row", model=names[m], layer=layer)
+        for m in tables.MODELS
+        for layer in range(tables.LAYERS[m])
+    }
+    text = td("induction.charts.grid") | {"title": t("induction.charts.grid.title", step=step)}
+    figure = spec_of(charts.score_grid, cells, text, td("induction.scores"), rows, data_key=(run_id, step, "grid"))
+    chart(figure, cells[["model", "layer", "head", "score", "value"]], "induction_scores")
+    left, right = st.columns([3, 2])
+    with right:
+        formula(r"s^{\text{prev}}_h=\frac{1}{n-1}\sum_{i\ge 1}A_{i,\,i-1}", t("induction.prev_caption"))
+        formula(
+            r"s^{\text{ind}}_h=\operatorname*{mean}_{i\in Q}\ \sum_{j\,:\,x_{j-1}=x_i,\ j\le i}A_{ij}",
+            t("induction.ind_caption"),
+        )
+        notice(notes(pair, step))
+    with left:
+        maps_part(pair, run_id, step)
+
+
+def maps_part(pair, run_id, step) -> None:
+    which = controls.segmented_control(
+        t("induction.controls.map"), list(MAPS), "two:1", key="ind_map", format_func=map_name
+    )
+    model, layer = (which or "two:1").split(":")
+    result = getattr(pair, model)
+    index = tables.index_at(result, step)
+    layer = int(layer)
+    cells = kept("map", (*run_id, model, index, layer), lambda: tables.map_cells(result, index, layer))
+    text = td("induction.charts.map") | {"title": t("induction.charts.map.title", name=map_name(which or "two:1"))}
+    n = result.config.seq_len
+    figure = spec_of(charts.probe_maps, cells, n, text, data_key=(run_id, model, index, layer))
+    chart(figure, cells, f"induction_map_{model}_{layer}")
+    st.caption(t("induction.map_caption", n=n, half=n // 2))
+
+
+def map_name(which: str) -> str:
+    model, layer = which.split(":")
+    return t("induction.row", model=names[model], layer=layer)
+
+
+def notes(pair, step) -> list[str]:
+    """What to notice, each sentence chosen by the numbers of the snapshot shown (never fixed text)."""
+    f = tables.facts(pair, step)
+    points = [
+        t("induction.notice.ind_yes" if f["ind"] >= f["threshold"] else "induction.notice.ind_no", **f),
+        t("induction.notice.prev_yes" if f["prev"] >= f["threshold"] else "induction.notice.prev_no", **f),
+        t("induction.notice.one_no" if f["one_ind"] < f["threshold"] else "induction.notice.one_yes", **f),
+    ]
+    points.append(
+        t("induction.notice.rep_lower" if f["rep_two"] < f["rep_one"] else "induction.notice.rep_not_lower", **f)
+    )
+    if f["sink"] > 2 * f["uniform"]:
+        points.append(t("induction.notice.sink", **f))
+    return points
+
+
+def knockout_section(pair, run_id) -> None:
+    st.subheader(t("induction.sections.knockout"), anchor=anchor_of("induction.sections.knockout"))
+    result = pair.two
+    left, right = st.columns([2, 3])
+    heads = controls.multiselect(
+        t("induction.controls.heads"),
+        tables.head_options(result.config),
+        [],
+        key="ind_knockout",
+        where=left,
+        placeholder=t("induction.controls.heads_placeholder"),
+    )
+    modes = td("induction.modes")
+    mode = controls.radio(
+        t("induction.controls.mode"), list(tables.MODES), "zero", key="ind_mode", where=left,
+        format_func=modes.get, horizontal=True, help=t("induction.controls.mode_help"),
+    )  # fmt: skip
+    chosen = tuple(sorted(heads))
+    table = kept("knockout", (*run_id, chosen, mode), lambda: tables.knockout_table(result, chosen, mode))
+    left.markdown(knockout_text(table, chosen))
+    shown = table.round(3).assign(split=table["split"].map(names))
+    left.dataframe(shown, hide_index=True, column_config=td("induction.knockout_columns"))
+    singles = kept("singles", (*run_id, mode), lambda: tables.single_knockouts(result, mode))
+    text = td("induction.charts.knockout")
+    figure = spec_of(charts.knockouts, singles, text, names, data_key=(run_id, mode, "singles"))
+    chart(figure, singles, "induction_knockouts", where=right)
+    right.caption(t("induction.knockout_caption"))
+
+
+def knockout_text(table, chosen) -> str:
+    if not chosen:
+        return t("induction.knockout_none")
+    rep = table.set_index("split").loc["repeated"]
+    key = "induction.knockout_up" if rep["knocked_out"] > rep["intact"] else "induction.knockout_not_up"
+    return t(key, heads=", ".join(chosen), before=rep["intact"], after=rep["knocked_out"])
+
+
+header(t("induction.title"), t("induction.lede"), SECTIONS)
+predict_first(t("induction.question"), t("induction.answer"))
+
+with st.container(border=True):
+    c1, c2 = st.columns([4, 1], vertical_alignment="bottom")
+    steps = controls.select_slider(t("induction.controls.steps"), list(tables.STEPS), 600, key="ind_steps", where=c1)
+    train = t("induction.controls.train")
+    clicked = c2.button(train, type="primary", icon=":material/model_training:", key="ind_train")
+    st.caption(t("induction.controls_caption"))
+
+settings = (steps, seed())
+key = ("induction", *settings)
+pair = training.trained(
+    key,
+    lambda: tables.pair_config(*settings),
+    tables.train_pair,
+    clicked=clicked,
+    kept_key=KEPT,
+    budget_s=tables.TIME_BUDGET_S,
+    stop_key="ind_stop",
+    complete=tables.complete,
+    cost=lambda pair: training.Cost(*tables.cost(pair)),
+)
+
+if pair is None:
+    st.info(t("induction.untrained"), icon=":material/info:")
+    shown, run_id = untrained(*settings), ("untrained", *settings)
+else:
+    if not tables.complete(pair):
+        st.warning(t("induction.budget_hit", seconds=tables.TIME_BUDGET_S), icon=":material/timer_off:")
+    shown, run_id = pair, (*key, pair.two.snapshots[-1].step, pair.one.snapshots[-1].step)
+    first, last = shown.two.snapshots[0].step, shown.two.snapshots[-1].step
+    buttons = st.container(horizontal=True, gap="small")
+    buttons.button(
+        t("induction.controls.play"), key="ind_play", on_click=play, args=(run_id, first, last),
+        icon=":material/play_arrow:",
+    )  # fmt: skip
+    buttons.button(t("induction.controls.pause"), key="ind_pause", on_click=pause, icon=":material/pause:")
+
+playing = pair is not None and st.session_state.get(PLAYING) == run_id
+with friendly_errors(t("induction.sections.scores")):
+    section(snapshots_section, run_every=PLAY_S if playing else None)(shown, run_id)
+predict_first(t("induction.question_one"), t("induction.answer_one"))
+with friendly_errors(t("induction.sections.knockout")):
+    if pair is None:  # removing heads that have learned nothing shows nothing: no work for a plain view
+        st.subheader(t("induction.sections.knockout"), anchor=anchor_of("induction.sections.knockout"))
+        st.info(t("induction.knockout_untrained"), icon=":material/info:")
+    else:
+        section(knockout_section)(pair, run_id)
