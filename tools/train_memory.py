@@ -90,11 +90,12 @@ def measure_one(setting: list) -> dict:
 
 
 def measure(setting: tuple) -> dict:
+    """measure_one in a fresh process, with the estimate the line checks."""
     out = subprocess.run(
         [sys.executable, "-m", "tools.train_memory", "--one", json.dumps(setting)],
         capture_output=True, text=True, check=True, cwd=pathlib.Path(__file__).resolve().parents[1],
     )  # fmt: skip
-    return json.loads(out.stdout.splitlines()[-1])
+    return json.loads(out.stdout.splitlines()[-1]) | {"estimate_mib": click(*setting)[2][2]}
 
 
 def report(rows: list[dict]) -> str:

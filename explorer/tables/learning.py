@@ -49,14 +49,17 @@ def work(cfg: LearnConfig) -> float:
     return 6 * cfg.steps * cfg.batch_size * n * layers * (4 + 2 * cfg.mlp_ratio) * cfg.d_model**2
 
 
+# What a click adds to the server's resident memory at its peak, fitted to real runs in fresh warmed processes
+# (python -m tools.train_memory, benchmarks/load_test_train.md): 2.9 MiB at d_model 16 to 59 MiB at 256, about
+# 0.22 MiB per unit of d_model, a tenth more per further layer or run; then a quarter more (two measurements of one
+# setting differed by up to 30 %).
+MEMORY_BASE_MB, MEMORY_PER_WIDTH_MB, MEMORY_MARGIN = 2.0, 0.22, 1.25
+
+
 def memory_mb(cfg: LearnConfig, runs: int = 1) -> float:
     """What a click that trains `cfg` `runs` times may add to the server's resident memory at its peak, in MiB."""
-    task = build_task(cfg)
-    n = task.source_len + task.target_len
-    layers = cfg.layers + cfg.encoder_layers
-    params = layers * (4 + 2 * cfg.mlp_ratio) * cfg.d_model**2
-    activations = (cfg.batch_size + cfg.eval_size) * n * cfg.d_model * layers * 16
-    return 40 + (runs * 16 * params + 4 * activations) / 2**20
+    more = cfg.layers + cfg.encoder_layers + runs - 2
+    return MEMORY_MARGIN * (MEMORY_BASE_MB + MEMORY_PER_WIDTH_MB * cfg.d_model * (1 + 0.1 * more))
 
 
 def cost(cfg: LearnConfig, runs: int = 1) -> tuple[int, float, float]:
