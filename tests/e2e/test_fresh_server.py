@@ -64,6 +64,25 @@ def test_the_fresh_report_counts_errors_uncaught_lines_and_first_pages():
     assert "`ImportError: cannot import name 'x'`" in text
 
 
+def test_the_fresh_mode_runs_a_browser_alone_with_no_sessions():
+    """--sessions 0: one visitor's first page; the report leaves out the goals about changes."""
+    import argparse
+
+    from tools.load_test import FreshRun, _all_sessions, fresh_report
+
+    results, wall_s = run_async(_all_sessions(None, 0, 8, 60))
+    assert (results, wall_s) == ([], 0.0)
+    args = argparse.Namespace(
+        fresh=1, sessions=0, changes=8, open_within=1.0, think=(3.0, 9.0), switch_share=0.2, no_browser=False
+    )
+    args.load_before = (1.0, 1.0, 1.0)
+    text, met = fresh_report(args, [FreshRun([], 0.0, 0.6, [], 3.2, "", 0.9)], "python -m tools.load_test")
+    assert "| first page drawn ≤ 3 s after the server's start | NO | worst 3.2 s |" in text
+    assert "| first page's title shown ≤ 3 s after the server's start | yes | worst 0.9 s |" in text
+    assert "lost changes" not in text and "p95 change→rerun" not in text
+    assert not met
+
+
 async def _first_visit(path: str):
     """A Chromium started first, then a fresh server; the browser opens `path` the moment the server answers."""
     from playwright.async_api import async_playwright
