@@ -308,7 +308,10 @@ class TrainingLine:
         """Whether `job` fits in what the server may still take, less what the runs training now may still add
         (counted in full: part of it may already be resident, but a run's peak can come at any step). One that
         does not waits while a run trains (its end frees memory); with none training it ends, ShortOfMemory."""
-        room = (self._room or heavy.headroom)()
+        try:
+            room = (self._room or heavy.headroom)()
+        except ValueError:  # a bad ATTN_SERVER_MEMORY_MB: the click's own check has said so on the page
+            room = None
         if room is None or not job.memory_mb:
             return True
         training = [j for j in self._jobs if j.state == "training"]

@@ -1,6 +1,8 @@
 """The server's training line (explorer.ui.training.TrainingLine): runs of the same settings shared while in flight,
 two different runs at once, honest estimates from measured pace, runs nobody watches dropped."""
 
+import dataclasses
+import math
 import threading
 import time
 
@@ -210,3 +212,11 @@ def test_a_run_that_does_not_fit_with_nothing_training_ends_short_of_memory_untr
                       complete=lambda r: True, memory_mb=5)[0]  # fmt: skip
     finish(line, small)
     assert small.error is None and small.result == ("done", 0)
+
+
+def test_a_run_waiting_for_memory_says_so_with_what_it_needs_and_what_is_free(monkeypatch):
+    monkeypatch.setattr(training, "t", lambda key, **values: f"{key}{sorted(values.items())}")
+    view = training.View("waiting", 1, 1, 1, 0, 300, math.nan, 0.0, 3.0, 0, None, memory_mb=20.0, short_mb=12.5)
+    text = training.status_text(view)
+    assert "learning.line.memory_wait" in text and "('free', 12.5)" in text and "('need', 20.0)" in text
+    assert "memory_wait" not in training.status_text(dataclasses.replace(view, short_mb=None))
