@@ -26,7 +26,6 @@ METHOD_COLORS = {
 }
 GUIDE_COLOR = "#8c8c8c"
 THEORY_COLOR = "#222222"
-THEORY = "theory"  # the `guide` name of the score-matrix line among the reference lines
 
 
 def _series(method: str, slope: float | None, names: Mapping[str, str]) -> str:
@@ -90,47 +89,57 @@ def scaling_chart(
 
     tooltip = [alt.Tooltip("source:N"), alt.Tooltip("method:N"), alt.Tooltip("n:Q")]
     tooltip += [alt.Tooltip(f"{c}:Q", format=".3g") for c in (value, *(band or ()))]
-    ink = alt.Color("ink:N", scale=None)  # reference colours are in the data: no scale shared with the methods
     chart = alt.Chart().encode(x=x)
+    refs = _references(guides, theory, text.get("theory", ""))
     # One data source whose rows each fill only their layer's y column: Vega-Lite drops a mark whose y is
     # null, so no filter transform is needed (altair sanitises each DataFrame and copies each transform:
     # tens of ms per chart otherwise).
     layers = [
-        chart.mark_line(strokeWidth=1.3, strokeDash=[4, 3]).encode(
-            y=ys("ref"), detail=alt.Detail("guide:N"), color=ink
-        ),
-        chart.mark_text(align="left", dx=4, dy=-8, fontSize=11).encode(
-            y=ys("ref_left"), text=alt.Text("guide:N"), color=ink
-        ),
         # dots in their own layer: a line with point=True would draw the run legend as dots, not dashes
         chart.mark_line(strokeWidth=2).encode(y=ys(value), color=color, strokeDash=dash, detail=alt.Detail("source:N")),
         chart.mark_point(filled=True, size=50, opacity=1).encode(y=ys(value), color=color, tooltip=tooltip),
     ]
-    if theory is not None and not theory.empty:
-        theory_name = chart.mark_text(align="right", dx=-2, dy=-7, fontSize=11)
-        layers.insert(2, theory_name.encode(y=ys("ref_right"), text=alt.Text("guide:N"), color=ink))
     if band is not None:
         layers.append(chart.mark_rule(opacity=0.6).encode(y=ys(band[0]), y2=alt.Y2(f"{band[1]}:Q"), color=color))
     series = [_series(m, slopes.get(m), names) for m in pts.method]
-    data = pd.concat(
-        [pts.assign(series=series), _references(guides, theory, text.get("theory", ""))], ignore_index=True
-    )
+    data = pd.concat([pts.assign(series=series), refs], ignore_index=True)
     # Legends below keep the plot wide in a narrow column; Streamlit fits legends and title into `height`,
     # hence the extra room. Title and height go to the constructor: .properties() validates them again.
-    return alt.layer(*layers, data=data, title=text["title"], height=HEIGHT + 150 + (50 if len(runs) > 1 else 0))
+    height = HEIGHT + 150 + (50 if len(runs) > 1 else 0) + (70 if not refs.empty else 0)
+    if refs.empty:
+        return alt.layer(*layers, data=data, title=text["title"], height=height)
+    # the reference lines keep colours and dashes of their own: the methods' and the runs' scales stay as they are
+    lines = _reference_lines(chart, ys("ref"), refs, text.get("guides", ""))
+    layered = alt.layer(lines, alt.layer(*layers), data=data, title=text["title"], height=height)
+    # the legends below the plot one under another: side by side, the methods' ran past a narrow column's edge
+    stacked = {"expr": "{bottom: {direction: 'vertical', anchor: 'start'}}"}
+    return layered.resolve_scale(color="independent", strokeDash="independent").configure_legend(layout=stacked)
+
+
+# A dash pattern per reference line: their names are in a legend of their own, never written on the plot, where
+# they lay over the data at the lines' left end
+GUIDE_DASHES = {"O(n²)": [8, 4], "O(n)": [2, 3]}
+THEORY_DASH = [4, 2, 1, 2]
+
+
+def _reference_lines(chart: alt.Chart, y: alt.Y, refs: pd.DataFrame, title: str) -> alt.Chart:
+    """The grey guide lines and the dark theory line, told apart by their dashes in a legend below the plot."""
+    names = list(dict.fromkeys(refs.guide))
+    dashes = [GUIDE_DASHES.get(g, THEORY_DASH) for g in names]
+    inks = [GUIDE_COLOR if g in GUIDE_DASHES else THEORY_COLOR for g in names]
+    legend = alt.Legend(
+        orient="bottom", title=title, symbolType="stroke", symbolStrokeWidth=2, symbolSize=400, labelLimit=240
+    )
+    return chart.mark_line(strokeWidth=1.3).encode(
+        y=y,
+        strokeDash=alt.StrokeDash("guide:N", scale=alt.Scale(domain=names, range=dashes), legend=legend),
+        color=alt.Color("guide:N", scale=alt.Scale(domain=names, range=inks), legend=legend),
+    )
 
 
 def _references(guides: pd.DataFrame, theory: pd.DataFrame | None, label: str) -> pd.DataFrame:
-    """Rows of the grey guide lines and the dark theory line (y in `ref`) and of their names (y in
-    `ref_left` for the guides, at their left end where they part; `ref_right` for the theory line)."""
+    """Rows of the grey guide lines and of the dark theory line, named `label` (y in `ref`)."""
     parts = [guides[["guide", "n", "value"]]]
     if theory is not None and not theory.empty:
-        parts.append(theory[["n", "value"]].assign(guide=THEORY))
-    refs = pd.concat(parts, ignore_index=True).rename(columns={"value": "ref"})
-    refs = refs.assign(ink=[THEORY_COLOR if g == THEORY else GUIDE_COLOR for g in refs.guide])
-    left = refs[refs.guide != THEORY].sort_values("n").groupby("guide", sort=False).head(1)
-    right = refs[refs.guide == THEORY].tail(1).assign(guide=label)
-    return pd.concat(
-        [refs, left.rename(columns={"ref": "ref_left"}), right.rename(columns={"ref": "ref_right"})],
-        ignore_index=True,
-    )
+        parts.append(theory[["n", "value"]].assign(guide=label))
+    return pd.concat(parts, ignore_index=True).rename(columns={"value": "ref"})

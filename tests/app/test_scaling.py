@@ -51,6 +51,11 @@ def x_scale(at, i: int = 0) -> str:
     return next(layer["encoding"]["x"]["scale"]["type"] for layer in spec["layer"])
 
 
+def leaf_layers(spec: dict) -> list[dict]:
+    """The layers that draw marks, in order, from a layer spec that may nest layers."""
+    return [leaf for layer in spec["layer"] for leaf in (leaf_layers(layer) if "layer" in layer else [layer])]
+
+
 def recorded_rows(device: str, methods: tuple[str, ...]) -> list[dict]:
     """A recorded run with exact exponents: time ~ n^2, memory ~ n^2 for naive and ~ n for the rest."""
     return [
@@ -383,7 +388,9 @@ def test_what_to_notice_states_the_slopes_the_table_and_legend_show(open_page, m
     results = table(at, "peak ÷ scores")
     spec = json.loads(at.get("vega_lite_chart")[0].proto.spec)  # the time chart
     legend = next(
-        lay["encoding"]["color"]["scale"]["domain"] for lay in spec["layer"] if "strokeDash" in lay["encoding"]
+        lay["encoding"]["color"]["scale"]["domain"]
+        for lay in leaf_layers(spec)
+        if lay["encoding"].get("strokeDash", {}).get("field") == "source"
     )
     warnings = " ".join(w.value for w in at.warning)
     ns = sorted(set(results.n))[-tables.FIT_POINTS :]

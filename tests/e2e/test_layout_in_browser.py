@@ -75,6 +75,24 @@ FAULTS = """
       return [text, {left, right, top, bottom, width: right - left}];
     });
   };
+  const labelsOverData = drawing => {  // texts of an SVG chart's text marks that lie on a line or a point
+    const labels = [...drawing.querySelectorAll('g.mark-text.role-mark text')]
+      .map(e => [e.textContent, e.getBoundingClientRect()]).filter(([t, b]) => t.trim() && b.width);
+    if (!labels.length) return [];
+    const dots = [...drawing.querySelectorAll('g.mark-symbol.role-mark path')].map(e => e.getBoundingClientRect());
+    const points = [];  // every 2 px along each line, in the page's coordinates (as the boxes are)
+    for (const line of drawing.querySelectorAll('g.mark-line.role-mark path[d]:not([d=""])')) {
+      const m = line.getScreenCTM(), length = line.getTotalLength();
+      for (let at = 0; at <= length; at += 2) {
+        const p = line.getPointAtLength(at);
+        points.push([m.a * p.x + m.c * p.y + m.e, m.b * p.x + m.d * p.y + m.f]);
+      }
+    }
+    const overlap = (b, d) => Math.min(b.right, d.right) - Math.max(b.left, d.left) > 1
+      && Math.min(b.bottom, d.bottom) - Math.max(b.top, d.top) > 1;
+    const inside = b => ([x, y]) => x > b.left + 1 && x < b.right - 1 && y > b.top + 1 && y < b.bottom - 1;
+    return labels.filter(([t, b]) => dots.some(d => overlap(b, d)) || points.some(inside(b))).map(l => l[0]);
+  };
   const leaves = [...main.querySelectorAll('[data-testid="stElementContainer"]')]
     .filter(e => seen(e) && !e.querySelector('[data-testid="stElementContainer"]'));
   for (const chart of main.querySelectorAll('[data-testid="stVegaLiteChart"]')) {
@@ -100,6 +118,12 @@ FAULTS = """
         faults.push(`chart text cut at the edge of its chart "${t}": ${name(chart)}`);
       }
     }
+  }
+  // A label written on a chart's plot (a text mark, not an axis, legend or title) over its data: a line or a dot
+  for (const chart of main.querySelectorAll('[data-testid="stVegaLiteChart"]')) {
+    const drawing = chart.querySelector('svg.marks');
+    if (drawing && seen(drawing)) labelsOverData(drawing).forEach(t => faults.push(`chart label "${clip(t)}" drawn `
+      + `over its data: ${name(chart)}`));
   }
   // A formula or a table wider than its box scrolls or is hidden there: its scrollWidth tells (KaTeX's struts reach
   // 2 px past a formula that fits, hence the slack).
@@ -164,3 +188,26 @@ def test_the_checks_see_a_chart_too_wide_for_its_column(server, laptop):
     faults = laptop.evaluate(FAULTS)
     assert any("chart beyond its column" in f for f in faults)
     assert any("formula wider than its column" in f for f in faults)
+
+
+def test_the_checks_see_a_label_written_over_a_line(server, laptop):
+    """Scaling's O(n) and O(n²) names sat on the lines and dots at the guides' left end: a label placed on a line of a
+    chart is reported."""
+    laptop.goto(f"{server}/sqrt_dk")
+    wait_for_app(laptop)
+    charts_drawn(laptop)
+    assert not [f for f in laptop.evaluate(FAULTS) if "over its data" in f]
+    laptop.evaluate(
+        """() => {
+          const line = document.querySelector('svg.marks g.mark-line.role-mark path');
+          const p = line.getPointAtLength(line.getTotalLength() / 2), ns = 'http://www.w3.org/2000/svg';
+          const group = document.createElementNS(ns, 'g'), text = document.createElementNS(ns, 'text');
+          group.setAttribute('class', 'mark-text role-mark');
+          text.setAttribute('x', p.x - 10);
+          text.setAttribute('y', p.y + 4);
+          text.textContent = 'O(n)';
+          group.appendChild(text);
+          line.parentNode.parentNode.appendChild(group);
+        }"""
+    )
+    assert any('chart label "O(n)" drawn over its data' in f for f in laptop.evaluate(FAULTS))

@@ -389,6 +389,7 @@ def test_the_charts_are_valid_vega_lite_with_every_layer_fed(log):
     for value, extra in (("time_ms", {"band": ("time_p10", "time_p90")}), ("peak_mib", {"theory": theory})):
         slopes = tables.legend_slopes(tables.slopes(pts), "memory_slope", "live")
         text = {"title": "t", "x": "n", "y": "y", "log": " (log)", "legend": "l", "run": "r", "theory": "one"}
+        text["guides"] = "g"
         chart = scaling_chart(
             pts,
             tables.guide_lines(pts, value),
@@ -402,15 +403,26 @@ def test_the_charts_are_valid_vega_lite_with_every_layer_fed(log):
         )
         spec = chart.to_dict()  # raises on a spec Vega-Lite would reject
         rows = next(iter(spec["datasets"].values()))
-        fields = [layer["encoding"]["y"]["field"] for layer in spec["layer"]]
+        layers = leaf_layers(spec)
+        fields = [layer["encoding"]["y"]["field"] for layer in layers]
         for field in fields:  # every layer draws something: its y column has values
             assert any(r.get(field) is not None for r in rows), field
-        assert spec["layer"][0]["encoding"]["x"]["scale"]["type"] == ("log" if log else "linear")
-        data_line = next(layer for layer in spec["layer"] if "strokeDash" in layer["encoding"])
+        assert layers[0]["encoding"]["x"]["scale"]["type"] == ("log" if log else "linear")
+        # the guide lines' names in a legend of their own, never written on the plot, where they lay over the data
+        assert not [layer for layer in layers if layer["mark"]["type"] == "text"]
+        refs = next(layer for layer in layers if layer["encoding"]["y"]["field"] == "ref")["encoding"]["strokeDash"]
+        assert refs["scale"]["domain"] == ["O(n²)", "O(n)"] + (["one"] if value == "peak_mib" else [])
+        assert refs["legend"]["title"] == "g"
+        data_line = next(layer for layer in layers if layer["encoding"]["y"]["field"] == value)
         legend = data_line["encoding"]["color"]["scale"]["domain"]
         assert legend == ["NAIVE: 2.00", "tiled (online softmax): 1.00"]  # the page's names, the fitted slopes
         assert data_line["encoding"]["strokeDash"]["legend"]["labelExpr"].count('"REC"') == 1
         assert spec["title"] == "t" and data_line["encoding"]["y"]["title"] == ("y (log)" if log else "y")
+
+
+def leaf_layers(spec: dict) -> list[dict]:
+    """The layers that draw marks, in order, from a layer spec that may nest layers."""
+    return [leaf for layer in spec["layer"] for leaf in (leaf_layers(layer) if "layer" in layer else [layer])]
 
 
 def test_auto_tiles_are_tiled_attentions_own_and_each_row_records_them():
