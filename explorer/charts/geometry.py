@@ -68,7 +68,7 @@ def hull_picture(
         .encode(
             x=x,
             y=y,
-            size=alt.Size("attention:Q", scale=alt.Scale(domain=[0, 1], range=[20, 1400]), legend=None),
+            size=alt.Size("attention:Q", scale=alt.Scale(domain=[0, 1], range=list(VALUE_SIZES)), legend=None),
             tooltip=["point:N", *tip, alt.Tooltip("logit:Q", format=".3f"), alt.Tooltip("attention:Q", format=".4f")],
         )
     )
@@ -91,15 +91,72 @@ def hull_picture(
             tooltip=["point:N", *tip],
         )
     )
-    label = {"dx": 14, "dy": -14, "fontSize": 13, "fontWeight": "bold"}
-    base = alt.Chart(points[["point", "x", "y"]]).encode(x=x, y=y, text="point:N")
-    halo = base.mark_text(**label, color="white", stroke="white", strokeWidth=4)  # a value's name stays legible
-    labels = base.mark_text(**label, color="#333333")  # over a marker or a line drawn beneath it
+    label = {"fontSize": LABEL_FONT, "fontWeight": "bold", "align": "center", "baseline": "middle"}
+    places = _label_places(points, marks, [hull, ray], xd)
+    base = alt.Chart(places).encode(x=x, y=y, text="point:N")
+    halo = base.mark_text(**label, color="white", stroke="white", strokeWidth=4)  # legible on the grid lines
+    labels = base.mark_text(**label, color="#333333")
     return (
         (lines + values + special + halo + labels)
         .resolve_scale(color="independent", size="independent")  # the outlines and markers keep their own colours
-        .properties(title=text["title"], width=SQUARE, height=SQUARE)
+        # pad: the plot itself SQUARE x SQUARE, title and legend around it (Streamlit's default, fit, squeezed them
+        # into 430 px and the plot to about 430 x 300: y units 0.7 of x units, angles and distances wrong)
+        .properties(title=text["title"], width=SQUARE, height=SQUARE, autosize=alt.AutoSizeParams(type="pad"))
     )
+
+
+LABEL_FONT = 13  # px, bold: a value's name
+VALUE_SIZES = (20, 1400)  # px² of a value's dot at weight 0 and 1
+MARKER_RADIUS = 16  # px: the output's, centroid's and query's markers (size 360) with their outline
+# Where a value's name may go, tried in this order: up-right first, as before; then around the dot
+_DIRECTIONS = [(1, 1), (1, 0), (0, 1), (1, -1), (-1, 1), (-1, 0), (0, -1), (-1, -1)]
+
+
+def _label_places(points: pd.DataFrame, marks: pd.DataFrame, lines: list[pd.DataFrame], xd: list[float]):
+    """Each value's name beside its dot where it covers no dot, marker, line or other name, if such a place is
+    among 24 around the dot (else the place that covers least): point, x, y in data units.
+
+    Works in the plot's pixels (SQUARE wide over the domain xd, equal units on both axes); projector mode grows
+    the plot, the fonts and the markers by one factor, so the places stay clear there too."""
+    scale = SQUARE / (xd[1] - xd[0])  # px per unit
+    dots = [
+        (px, py, np.sqrt((VALUE_SIZES[0] + a * (VALUE_SIZES[1] - VALUE_SIZES[0])) / np.pi))
+        for px, py, a in zip(points.x * scale, points.y * scale, points.attention, strict=True)
+    ]
+    dots += [(px, py, MARKER_RADIUS) for px, py in zip(marks.x * scale, marks.y * scale, strict=True)]
+    samples = np.concatenate(
+        [np.zeros((0, 2))] + [_along(line.x.to_numpy() * scale, line.y.to_numpy() * scale) for line in lines]
+    )
+    taken, rows = [], []
+    for name, (px, py, r) in zip(points.point, dots, strict=False):
+        w, h = 0.62 * LABEL_FONT * len(str(name)) + 4, 1.4 * LABEL_FONT  # the text's box, ascent to descent
+        boxes = [
+            (px + ux * (r + gap + w / 2), py + uy * (r + gap + h / 2), w, h)
+            for gap in (6, 14, 24)  # next to the dot if there is room, else a little further out
+            for ux, uy in _DIRECTIONS
+        ]
+        best = min(boxes, key=lambda box: _covered(box, dots, samples, taken))
+        taken.append(best)
+        rows.append({"point": name, "x": best[0] / scale, "y": best[1] / scale})
+    return pd.DataFrame(rows)
+
+
+def _along(xs: np.ndarray, ys: np.ndarray, step: float = 2.0) -> np.ndarray:
+    """Points every `step` px along a polyline, as an (m, 2) array."""
+    parts = [np.zeros((0, 2))]
+    for x0, y0, x1, y1 in zip(xs[:-1], ys[:-1], xs[1:], ys[1:], strict=True):
+        k = max(2, int(np.hypot(x1 - x0, y1 - y0) / step) + 1)
+        parts.append(np.column_stack([np.linspace(x0, x1, k), np.linspace(y0, y1, k)]))
+    return np.concatenate(parts)
+
+
+def _covered(box, dots, samples: np.ndarray, taken) -> int:
+    """How many dots, line points and names a label's box (centre x, y, width, height in px) covers."""
+    cx, cy, w, h = box
+    near = sum(abs(cx - x) < w / 2 + r and abs(cy - y) < h / 2 + r for x, y, r in dots)  # a dot as its square
+    on_line = int(np.sum((np.abs(samples[:, 0] - cx) < w / 2) & (np.abs(samples[:, 1] - cy) < h / 2)))
+    names = sum(abs(cx - x) < (w + tw) / 2 and abs(cy - y) < (h + th) / 2 for x, y, tw, th in taken)
+    return near + on_line + names
 
 
 def regression_curves(samples: pd.DataFrame, curves: pd.DataFrame, text: Mapping[str, str], names: Mapping[str, str]):

@@ -1,11 +1,15 @@
 import itertools
 import math
+import random
 
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from explorer.charts import geometry as geometry_charts
+from explorer.charts.common import to_spec
 from explorer.tables import geometry as g
 
 # Integer coordinates on a small grid: duplicates and collinear triples are common, which is the point.
@@ -156,3 +160,29 @@ def test_cosine_variance_is_one_over_d():
     assert sweep.d.tolist() == list(g.COS_D_SWEEP)
     # 4 standard errors: with 10 dimensions a false alarm has probability ~ 6e-4 (and the seed is fixed)
     assert ((sweep.empirical - sweep.theory).abs() < 4 * sweep.stderr).all()
+
+
+def test_the_hull_picture_has_equal_units_and_names_that_cover_no_dot():
+    """Audit (issue 25): Streamlit's autosize "fit" squeezed title and legend into 430 px, the plot to about 430 x 300
+    (y units 0.7 of x units: angles and distances wrong); each value's name sat up-right of its dot whatever was there
+    (the centroid's cross, a large dot)."""
+    rng = random.Random(25)
+    for _ in range(20):
+        n, q = rng.randint(3, 12), (rng.uniform(-3, 3), rng.uniform(-3, 3))
+        points, hull, summary = g.hull_view(n, *q, rng.choice([0.05, 0.3, 1.0, 5.0]), rng.randrange(1000))
+        text = {"title": "t", "x": "x", "y": "y", "output": "o", "centroid": "c", "query": "q"}
+        spec = to_spec(geometry_charts.hull_picture(points, hull, summary, q, text))
+        assert spec["autosize"]["type"] == "pad" and spec["width"] == spec["height"]
+        marks = pd.DataFrame({"x": [summary["output"][0], summary["centroid"][0], q[0]]})
+        marks["y"] = [summary["output"][1], summary["centroid"][1], q[1]]
+        xd = spec["layer"][0]["encoding"]["x"]["scale"]["domain"]
+        places = geometry_charts._label_places(points, marks, [], xd)
+        scale = geometry_charts.SQUARE / (xd[1] - xd[0])
+        sizes = np.interp(points.attention, [0, 1], geometry_charts.VALUE_SIZES)
+        dots = [*zip(points.x, points.y, np.sqrt(sizes / np.pi), strict=True)]
+        dots += [(x, y, geometry_charts.MARKER_RADIUS) for x, y in zip(marks.x, marks.y, strict=True)]
+        for name, lx, ly in zip(places.point, places.x, places.y, strict=True):
+            w, h = 0.62 * geometry_charts.LABEL_FONT * len(name), geometry_charts.LABEL_FONT  # the glyphs alone
+            for x, y, r in dots:
+                dx, dy = abs(lx - x) * scale, abs(ly - y) * scale
+                assert dx >= w / 2 + r or dy >= h / 2 + r, (n, q, name)
