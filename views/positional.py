@@ -172,9 +172,9 @@ def aliasing_part() -> None:
                 x3.metric(t("positional.metrics.product"), f"{math.prod(periods):,}")
                 coprime = tables.pairwise_coprime(periods)
                 st.caption(t("positional.coprime_yes" if coprime else "positional.coprime_no", first=periods[0]))
-                st.caption(t("positional.dashed_caption"))
-                if lcm > window:
-                    st.caption(t("positional.further_caption", last=window - 1))
+                # the dashed line is drawn only when the collision lies on the chart (positions 0..window - 1)
+                further = t("positional.further_caption", last=window - 1)
+                st.caption(t("positional.dashed_caption") if lcm < window else further)
 
 
 aliasing_part()

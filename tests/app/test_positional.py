@@ -50,9 +50,12 @@ def test_collision_position_is_the_lcm_of_the_chosen_periods(open_page):
         assert metric(at, "first collision") == f"{math.lcm(*periods):,}"
         assert metric(at, "lcm of the periods") == f"{math.lcm(*periods):,}"
         assert metric(at, "product") == f"{math.prod(periods):,}"
+        assert any("dashed line marks the first collision" in c.value for c in at.caption)  # drawn on the chart
     at.multiselect(key="pe_periods").set_value([11, 13, 15, 16]).run()  # lcm 34320, beyond the chart
     assert metric(at, "first collision") == "34,320"
     assert any("further out" in c.value for c in at.caption)
+    # audit (issue 25): "The dashed line marks the first collision" stood beside "…lies further out", no line drawn
+    assert not any("dashed line" in c.value for c in at.caption)
 
 
 def test_no_period_gives_a_friendly_message(open_page):
