@@ -9,6 +9,7 @@ from app_helpers import assert_clean, open_link
 
 from attn_core.naive import naive_attention
 from attn_core.stats import score_statistics
+from attn_core.tiled import default_blocks
 from explorer.ui.glossary import PATH, TERMS, glossary_link, terms_of
 from explorer.ui.i18n import catalog
 from explorer.ui.registry import PAGES
@@ -121,6 +122,11 @@ def test_the_tile_symbols_are_the_ones_its_pages_use():
         if (ROOT / "views" / f"{name}.py").exists():
             assert not re.search(r"B_r|B_c", page_text(name)), name
     assert "B_r" not in tile.latex and "B_r" not in definition
+    # audit (issue 25): "square tiles of b × b", while the scaling page's automatic tiles are 256×512
+    auto = default_blocks(1024, 1024)
+    for lang in ("en", "zh"):
+        text = catalog(lang)["glossary.terms.tile.definition"]
+        assert auto[0] == auto[1] or f"{auto[0]} × {auto[1]}" in text, (lang, auto)
 
 
 def test_the_kurtosis_is_the_one_the_sqrt_dk_page_quotes():
