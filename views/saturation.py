@@ -60,10 +60,30 @@ def bars_chart(d_k: int, n_keys: int, temperature: float, scale: str, seed_value
 
 
 @shared
+def bars_rows(d_k: int, n_keys: int, temperature: float, scale: str, seed_value: int):
+    """The weights the bar chart draws, as its CSV offers them (cut once, not on every run)."""
+    row, _ = temperature_row(d_k, n_keys, temperature, seed_value)
+    return row[row.series == scale].assign(temperature=temperature)
+
+
+@shared
 def entropy_chart(d_k: int, n_keys: int, seed_value: int, text: dict, series: dict) -> dict:
     """The entropy-against-T chart, with the T marker at 1 until set_param moves it."""
     curve = temperature_curve(d_k, n_keys, seed_value)
     return wire(charts.entropy_vs_temperature(curve, math.log(n_keys), 1.0, text, series))
+
+
+@shared
+def sweep_parts(n_keys: int, seed_value: int) -> dict:
+    """The sweep cut once for the whole server, not on every run: each chart's CSV columns, and by d_k its two
+    rows (unscaled, scaled) for the metrics."""
+    df = sweep(n_keys, seed_value)
+    return {
+        "jacobian": df[["d_k", "series", "jacobian_norm", "jacobian_median"]],
+        "entropy": df[["d_k", "series", "entropy"]],
+        "max_weight": df[["d_k", "series", "max_weight"]],
+        "at": {d_k: rows.set_index("series") for d_k, rows in df.groupby("d_k")},
+    }
 
 
 def notice_points(f: dict, d_k: int, n_keys: int) -> list[str]:
@@ -138,8 +158,8 @@ with friendly_errors(t("saturation.errors.sweep")):
     }
     specs = d_k_charts(n_keys, seed(), chart_text, names)
     jacobian_spec, entropy_spec, max_weight_spec = (charts.set_param(c, charts.D_K_PARAM, d_k) for c in specs)
-    swept = sweep(n_keys, seed())
-    now = swept[swept.d_k == d_k].set_index("series")
+    swept, parts = sweep(n_keys, seed()), sweep_parts(n_keys, seed())
+    now = parts["at"][d_k]
     st.caption(t("saturation.now_caption", d_k=d_k))
     m1, m2, m3, m4 = st.columns(4)
     median_help, largest_help = t("saturation.metrics.median_help"), t("saturation.metrics.largest_help")
@@ -149,7 +169,7 @@ with friendly_errors(t("saturation.errors.sweep")):
     m4.metric(t("saturation.metrics.largest_scaled"), f"{now.max_weight['scaled']:.3f}", help=largest_help)
 left, right = st.columns(2)
 with left, friendly_errors(t("saturation.errors.jacobian")):
-    chart(jacobian_spec, swept[["d_k", "series", "jacobian_norm", "jacobian_median"]], "jacobian_vs_d_k")
+    chart(jacobian_spec, parts["jacobian"], "jacobian_vs_d_k")
 with right:
     formula(r"p=\mathrm{softmax}(z),\qquad \frac{\partial p_i}{\partial z_j}=p_i\,(\delta_{ij}-p_j)")
     formula(
@@ -159,9 +179,9 @@ with right:
     notice(notice_points(sweep_facts(swept, d_k), d_k, n_keys))
 c1, c2 = st.columns(2)
 with c1, friendly_errors(t("saturation.errors.entropy")):
-    chart(entropy_spec, swept[["d_k", "series", "entropy"]], "entropy_vs_d_k")
+    chart(entropy_spec, parts["entropy"], "entropy_vs_d_k")
 with c2, friendly_errors(t("saturation.errors.max_weight")):
-    chart(max_weight_spec, swept[["d_k", "series", "max_weight"]], "max_weight_vs_d_k")
+    chart(max_weight_spec, parts["max_weight"], "max_weight_vs_d_k")
 
 
 @section
@@ -188,7 +208,7 @@ def temperature_part(d_k, n_keys) -> None:
             horizontal=True,
         )
     with friendly_errors(t("saturation.errors.temperature")):
-        row, measures = temperature_row(d_k, n_keys, temperature, seed())
+        _, measures = temperature_row(d_k, n_keys, temperature, seed())
         chosen = measures.set_index("series").loc[scale]
         m1, m2, m3, m4 = st.columns(4)
         m1.metric(
@@ -205,7 +225,7 @@ def temperature_part(d_k, n_keys) -> None:
         with c1:
             bars_text = td("saturation.charts.bars", t=temperature, value=1 / n_keys)
             figure = bars_chart(d_k, n_keys, temperature, scale, seed(), bars_text)
-            chart(figure, row[row.series == scale].assign(temperature=temperature), "weights_at_t")
+            chart(figure, bars_rows(d_k, n_keys, temperature, scale, seed()), "weights_at_t")
             st.caption(t("saturation.bars_caption", n=n_keys, d_k=d_k, scale=scale_labels[scale]))
             formula(r"p_i(T)=\frac{e^{z_i/T}}{\sum_j e^{z_j/T}}")
             formula(r"H(p)=-\sum_i p_i\log p_i\ \le\ \log n")
