@@ -142,3 +142,15 @@ def test_one_head_is_not_said_to_draw_different_maps(open_page):
     at.radio(key="mh_heads").set_value(2).run()
     text = " ".join(m.value for m in at.markdown)
     assert "the heads still draw different maps" in text and "With one head" not in text
+
+
+def test_the_output_is_written_one_way_in_the_table_the_formula_and_the_caption():
+    """Audit (issue 25): the shapes table wrote "output = Concat W_o", the caption beside it "Concat · W_oᵀ + b"."""
+    for lang in ("en", "zh"):
+        at = open_link(PAGE, {"lang": lang})
+        assert_clean(at)
+        mix = [row for row in at.table[0].value.iloc[:, 0] if str(row).startswith("output")]
+        assert mix == ["output = Concat W_o"]
+        caption = next(c.value for c in at.caption if "Concat" in c.value)
+        assert "Concat W_o + b_o" in caption and "W_oᵀ" not in caption, caption
+        assert any(r"\mathrm{Concat}(\mathrm{head}_1,\dots,\mathrm{head}_h)\,W^O" in f.value for f in at.latex)
