@@ -58,6 +58,13 @@ def test_uniform_weight_follows_n_and_dtype_changes_the_recipes(open_page):
     assert metric(at, PLAIN) == "refused"  # float16 cannot hold -1e9: masked_fill raises
     assert any("overflow" in w.value for w in at.warning)
     assert fills_table(at).loc["fill value", "torch.softmax, fill finfo.min"] == "-65504"
+    # audit (issue 25): the caption said the -1e9 fill "overflows to -inf … and masked_fill refuses it", under "All
+    # four recipes run live": the column is refused, with no result in it
+    refused = fills_table(at)["torch.softmax, fill -1e9"].drop("fill value")
+    assert {value for value in refused if "overflow" not in value} == {"—"}  # the error, and no results
+    caption = next(c.value for c in at.caption if "tried live in float16" in c.value)
+    assert "`masked_fill` refuses it, so its column shows the error and no results (—)" in caption
+    assert "overflows to" not in caption
 
 
 def test_gradient_at_hidden_logits_is_exactly_zero(open_page):
