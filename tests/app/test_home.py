@@ -40,3 +40,20 @@ def test_the_navigation_pages_are_made_once_per_session_and_language(monkeypatch
     assert_clean(at)
     assert len(made) == 2 * first and "首页" in [p.title for p in at.session_state["_navigation_pages"]["zh"][0][""]]
     assert not AppTest.from_file(APP, default_timeout=60).run().exception and len(made) == 3 * first  # new session
+
+
+def test_the_hardware_caption_is_grammatical_with_one_thread(monkeypatch):
+    """Audit (issue 25): the sidebar read "CPU (1 threads, x86_64)" on a one-thread server."""
+    import torch
+
+    from explorer.ui import frame
+
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 1)
+    frame._hardware.clear()
+    try:
+        at = AppTest.from_file(APP, default_timeout=60).run()
+        assert_clean(at)
+        caption = next(c.value for c in at.sidebar.caption if "CPU" in c.value or "GPU" in c.value)
+        assert "1 threads" not in caption and ("threads: 1" in caption or "GPU" in caption), caption
+    finally:
+        frame._hardware.clear()
