@@ -781,6 +781,7 @@ def fresh_server(start_timeout: float = 120.0):
 class FirstPage:
     """A browser's first page on a fresh server; times are seconds after `started` (time.monotonic())."""
 
+    loaded_s: float  # the browser had loaded Streamlit's page and scripts (its "load" event)
     title_s: float  # the page's first heading was shown (the title; anything drawn below it may still be missing)
     title: str  # that heading's text
     drawn_s: float  # the page's first run had finished: every control and chart drawn
@@ -790,10 +791,11 @@ class FirstPage:
 async def first_page(page, url: str, started: float, timeout_s: float) -> FirstPage:
     """Open `url` in `page` and time its title and its whole first run from `started` (polled every 20 ms)."""
     await page.goto(url, timeout=1000 * timeout_s)
+    loaded_s = time.monotonic() - started
     await page.wait_for_function(f"() => ({FIRST_HEADING})()", timeout=1000 * timeout_s, polling=20)
     title_s, title = time.monotonic() - started, await page.evaluate(FIRST_HEADING)
     await page.wait_for_function(FIRST_RUN_FINISHED, timeout=1000 * timeout_s, polling=20)
-    return FirstPage(title_s, title, time.monotonic() - started, await page.evaluate(FIRST_HEADING))
+    return FirstPage(loaded_s, title_s, title, time.monotonic() - started, await page.evaluate(FIRST_HEADING))
 
 
 async def _first_drawn(browser, url: str, started: float, timeout_s: float) -> FirstPage:
@@ -830,7 +832,7 @@ async def fresh_class(
 
         probe = asyncio.create_task(_first_drawn(browser, url, started, timeout_s)) if browser else None
         results, wall_s = await _all_sessions(session, sessions, changes, total_s)
-        shown = await probe if probe else FirstPage(float("nan"), "", float("nan"), "")
+        shown = await probe if probe else FirstPage(float("nan"), float("nan"), "", float("nan"), "")
         opened = sorted(r.at[0] - started for r in results if r.at)  # the first change is made as the page is drawn
         return FreshRun(results, wall_s, healthy_s, opened, shown.drawn_s, log(), shown.title_s)
 

@@ -20,12 +20,12 @@ pytestmark = pytest.mark.e2e
 
 SESSIONS = 2 * len(PAGE_NAMES)  # every page opened first by two sessions
 OPEN_WITHIN_S = 0.5
-# From the health check's answer to the page's title shown, and that title shown in the first half of the time to the
-# page's whole first run (the part that tells this change apart on a machine of any speed). Measured on the 2-core dev
-# machine, shared with other engineers' tests: title 0.6-2.2 s after the health check at a load average of 15 (most of
-# it Chromium loading Streamlit's scripts), the whole run 14-17 s; before the router drew the title while the
-# modules load, the title came 11.3 s after it, 2.9 s before the run's end.
-TITLE_WITHIN_S = 3.0
+# From the browser's "load" event (Streamlit's page and scripts loaded; on a busy machine Chromium alone takes seconds
+# to get there) to the page's title shown, and that title shown in the first half of the time to the page's whole
+# first run. Measured on the 2-core dev machine, shared with other engineers' tests (load average 10-18): the title
+# 0.2-0.6 s after the load event, the whole run 7-14 s after it; before the router drew the title while the modules
+# load, the title came 13-17 s after the load event, 1.2-2.2 s before the run's end.
+TITLE_WITHIN_S = 1.5
 
 
 def test_a_fresh_server_answers_a_class_opening_every_page_at_once():
@@ -107,7 +107,7 @@ def test_a_fresh_server_shows_the_asked_page_title_while_its_modules_load():
     chromium_or_skip()
     healthy_s, shown, preparing, log = run_async(asyncio.wait_for(_first_visit("/masks?lang=zh"), 300))
     assert shown.title == shown.final_title == catalog("zh")["masks.title"]
-    assert shown.title_s - healthy_s <= TITLE_WITHIN_S, (healthy_s, shown)
-    assert shown.title_s - healthy_s < (shown.drawn_s - healthy_s) / 2, (healthy_s, shown)  # not with the whole run
+    assert shown.title_s - shown.loaded_s <= TITLE_WITHIN_S, (healthy_s, shown)
+    assert shown.title_s - shown.loaded_s < (shown.drawn_s - shown.loaded_s) / 2, (healthy_s, shown)  # not at its end
     assert preparing == 0  # the word that the rest follows is gone once it has come
     assert UNCAUGHT not in log and "Traceback" not in log, log[-3000:]
