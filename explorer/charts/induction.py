@@ -15,32 +15,39 @@ import pandas as pd
 from explorer.charts.common import HEIGHT, label_expr, named_color
 
 SHOWN = "#7570b3"  # the rule at the snapshot shown (the learning pages' colour)
-PHASE = "#d95f02"  # the rule at a phase change
+PHASE = "#7a0177"  # the rule at a phase change
+# first-seen and repeated tokens of the 2-layer model, then the same lighter for the 1-layer one
+LOSS_COLORS = ["#1b9e77", "#d95f02", "#8fd4bf", "#f5b27a"]
 
 
 def losses(
     df: pd.DataFrame, step: int, phases: Mapping[str, int | None], text: Mapping[str, str], names: Mapping[str, str]
 ):
-    """Loss over training (df: step, model, split, loss): colour = split, dash = model; a dashed rule at the shown
-    `step` and a solid one, labelled, at each model's phase change (phases: {model: step or None}).
+    """Loss over training (df: step, model, split, loss): one colour per model and split (the 1-layer model's
+    lighter and dashed), a dashed rule at the shown `step` and a solid one, labelled, at each model's phase change
+    (phases: {model: step or None}).
 
-    text: title, x, y, split, model, phase (the rule's label, with {model}); names: the splits' and models' names.
+    text: title, x, y, legend, split, model, phase (the rule's label, with {model}); names: the splits' and models'
+    names.
     """
-    dash = alt.StrokeDash(
-        "model:N",
-        title=text["model"],
-        sort=["two", "one"],
-        legend=alt.Legend(labelExpr=label_expr(names), symbolType="stroke", symbolStrokeColor="#333333"),
-    )
+    series = [f"{m}:{s}" for m in ("two", "one") for s in ("first_seen", "repeated")]
+    labels = {k: f"{names[k.split(':')[0]]} · {names[k.split(':')[1]]}" for k in series}
+    data = df.assign(series=df["model"] + ":" + df["split"])
     lines = (
-        alt.Chart(df)
+        alt.Chart(data)
         .mark_line(point=alt.OverlayMarkDef(size=18))
         .encode(
             x=alt.X("step:Q", title=text["x"]),
             y=alt.Y("loss:Q", title=text["y"], scale=alt.Scale(zero=True)),
-            color=named_color("split", {k: names[k] for k in ("first_seen", "repeated")}, text["split"]),
-            strokeDash=dash,
-            detail="model:N",
+            color=alt.Color(
+                "series:N",
+                title=text["legend"],
+                scale=alt.Scale(domain=series, range=LOSS_COLORS),
+                legend=alt.Legend(labelExpr=label_expr(labels), labelLimit=260),
+            ),
+            strokeDash=alt.StrokeDash(
+                "model:N", sort=["two", "one"], scale=alt.Scale(range=[[1, 0], [5, 3]]), legend=None
+            ),
             tooltip=[
                 alt.Tooltip("model:N", title=text["model"]),
                 alt.Tooltip("split:N", title=text["split"]),

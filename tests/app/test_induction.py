@@ -63,6 +63,8 @@ def test_train_move_the_slider_play_and_the_notice_follows_the_numbers():
         assert f"{f['prev']:.2f}" in points[1] and f"{f['one_ind']:.2f}" in points[2]
         assert f"{f['rep_two']:.2f} nats with 2 layers, " in points[3]
         assert ("not below" in points[3]) == (f["rep_two"] >= f["rep_one"])
+        sink = f["sink"] > 2 * f["uniform"]
+        assert any("attention sink" in p for p in points) == sink and (not sink or f"{f['sink']:.0%}" in points[4])
         assert any(f"Head scores at step {step}" in text for text in chart_texts(at))
     phases = tables.phase_changes(pair)
     caption = next(c.value for c in at.caption if c.value.startswith("2 layers:"))
