@@ -368,7 +368,8 @@ def renormalise_part() -> None:
         m1, m2, m3 = st.columns(3)
         m1.metric(t("masks.renormalise.kept"), f"{renorm['kept']:.4f}", help=t("masks.renormalise.kept_help"))
         m2.metric(t("masks.renormalise.factor"), f"× {renorm['factor']:.4f}")
-        m3.metric(t("masks.renormalise.gap"), f"{renorm['gap']:.1e}", help=t("masks.renormalise.gap_help"))
+        gap = "0" if renorm["gap"] == 0 else f"{renorm['gap']:.1e}"  # an exact 0, not a rounded small number
+        m3.metric(t("masks.renormalise.gap"), gap, help=t("masks.renormalise.gap_help"))
         columns = td("masks.renormalise.columns")
         st.dataframe(
             rows.assign(real=rows.real.map({True: columns["yes"], False: columns["no"]})),

@@ -338,3 +338,14 @@ def test_the_hint_points_to_a_sequence_with_fully_masked_rows_over_a_seeded_swee
             assert f"sequence {other} has (queries {', '.join(map(str, full[other]))})" in text
         else:
             assert "No query row of any sequence is fully masked" in text
+
+
+def test_the_renormalisation_metrics_and_card_agree_at_every_number_of_real_tokens():
+    """Audit (issue 25): with 5 real tokens of 5 the metrics read × 1.0000 beside the card's "× 1.518 here" (the card
+    checks the notes' own example), and the exact 0 error read 0.0e+00."""
+    at = open_link(PAGE, {"mask_real": "5"})
+    assert_clean(at)
+    assert metric(at, "every kept weight multiplied by") == "× 1.0000"
+    assert metric(at, "max |masked − old / sum|") == "0"
+    card = next(m.value for m in at.markdown if "common factor" in m.value).replace("\\", "")  # markdown escapes
+    assert "notes' example" in card and " here" not in card, card
