@@ -1,4 +1,5 @@
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -18,16 +19,22 @@ from attn_core.learn import (
     train_induction_iter,
     work,
 )
-from attn_core.learn import one_thread as torch_one_thread
 from attn_core.learn.heads import SCORES, repeated_pairs
 from attn_core.learn.induction import heldout_batch, restore
 
 
 @pytest.fixture(scope="module", autouse=True)
 def one_thread():
-    """Tiny matrices: one thread is fastest, and two spin against each other on a loaded machine."""
-    with torch_one_thread():
-        yield
+    """Tiny matrices: one thread is fastest, and two spin against each other on a loaded machine.
+
+    torch.set_num_threads, not attn_core.learn.one_thread: after tests/conftest.py's torch.set_num_threads(2),
+    one_thread's per-thread OpenMP setting left the recipe's training ~20x slower (measured: 40 steps 33 s wall,
+    4.9 s CPU, against 1.2 s and 0.6 s), while torch.set_num_threads(1) is as fast as in a fresh process.
+    """
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
 
 
 SEGMENT = 5  # hand-made maps: a segment of 5 distinct tokens repeated to 17 positions
@@ -318,9 +325,9 @@ def test_probe_sequence_is_fixed_and_repeats_its_longest_segment():
         ({"d_model": 30, "num_heads": 4}, "d_model"),
         ({"positions": "none"}, "positions"),
         ({"mlp": "yes"}, "mlp"),
-        ({"max_segment": 40}, "max_segment"),  # two copies no longer fit in seq_len 64
+        ({"max_segment": 17}, "max_segment"),  # two copies no longer fit in seq_len 32
         ({"min_segment": 1}, "min_segment"),
-        ({"vocab": 16}, "vocab"),  # fewer symbols than a segment's distinct tokens
+        ({"vocab": 12}, "vocab"),  # fewer symbols than a segment's distinct tokens
         ({"steps": 0}, "steps"),
         ({"lr": 0.0}, "lr"),
         ({"lr": 2.0}, "lr"),
@@ -471,3 +478,60 @@ def test_cli_bad_argument_is_a_clear_error(capsys):
 
     assert main(["induction", "--lr", "0"]) == 2
     assert "lr must be" in capsys.readouterr().err
+
+
+# --- the recipe (InductionConfig's defaults), seed 0: one run of each model, shared by the tests below ---
+# Thresholds from benchmarks/induction.md (python -m tools.induction_runs --seeds 5: 2 layers and 1 layer, seeds
+# 0-4, 400 steps), each set between what the two models reached, with room on both sides:
+# - strongest layer-1 induction score, 2 layers: 0.90-0.99 (seed 0: 0.97); strongest induction score of the
+#   1-layer model: 0.16-0.18; untrained: about 0.1. Halfway: 0.5.
+# - strongest previous-token score, always in layer 0, 2 layers: 0.35-0.47 (seed 0: 0.47); 1 layer: 0.05-0.06;
+#   untrained: about 0.1. Threshold 0.25.
+# - knocking out that head (zero or mean) raised the repeated-token loss from 0.00-0.08 to 2.35-4.04 nats
+#   (seed 0: 0.01 -> 3.14): a rise of at least 1 nat is asked.
+INDUCTION_FORMED = 0.5  # a layer-1 head above this is an induction head
+PREVIOUS_FORMED = 0.25  # a layer-0 head above this is a previous-token head
+KNOCKOUT_RISE = 1.0  # nats the repeated-token loss must rise when the previous-token head is knocked out
+
+
+@pytest.fixture(scope="module")
+def recipe(one_thread):
+    cfg = InductionConfig()
+    return train_induction(cfg), train_induction(replace(cfg, layers=1))
+
+
+def _phase(result):
+    return phase_change([s.step for s in result.snapshots], [s.losses["repeated"] for s in result.snapshots])
+
+
+def test_recipe_forms_an_induction_head_in_layer_1_fed_by_a_previous_token_head_in_layer_0(recipe):
+    two, _ = recipe
+    last = two.snapshots[-1]
+    assert float(last.scores["induction"][1].max()) > INDUCTION_FORMED
+    prev = last.scores["previous_token"]
+    layer, _ = np.unravel_index(int(np.argmax(prev)), prev.shape)
+    assert layer == 0 and float(prev.max()) > PREVIOUS_FORMED
+    assert float(last.scores["induction"][0].max()) < INDUCTION_FORMED  # layer 0 alone cannot do it
+    step = _phase(two)
+    assert step is not None and 0 < step < two.config.steps
+    assert last.losses["repeated"] < 1.0 < last.losses["first_seen"]
+
+
+def test_one_layer_forms_no_induction_head(recipe):
+    _, one = recipe
+    last = one.snapshots[-1]
+    assert float(last.scores["induction"].max()) < INDUCTION_FORMED
+    assert _phase(one) is None
+    assert last.losses["repeated"] > 2.0
+
+
+@pytest.mark.parametrize("mode", ["zero", "mean"])
+def test_knocking_out_the_previous_token_head_raises_the_repeated_token_loss(recipe, mode):
+    two, _ = recipe
+    prev = two.snapshots[-1].scores["previous_token"][0]
+    head = (0, int(np.argmax(prev)))
+    intact = knockout_losses(two, frozenset(), mode)
+    knocked = knockout_losses(two, frozenset({head}), mode)
+    assert knocked["repeated"] > intact["repeated"] + KNOCKOUT_RISE
+    weakest = (1, int(np.argmin(two.snapshots[-1].scores["induction"][1])))
+    assert knockout_losses(two, frozenset({weakest}), mode)["repeated"] < knocked["repeated"]
