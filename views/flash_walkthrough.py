@@ -10,10 +10,12 @@ from explorer.ui.frame import (
     formula,
     friendly_errors,
     header,
+    known,
     notice,
     predict_first,
     section,
     seed,
+    shared,
     spec_of,
     table,
 )
@@ -54,6 +56,19 @@ def _index_slider(label: str, key: str, count: int, default: int, help: str, whe
     return controls.slider(label, 0, count - 1, min(default, count - 1), 1, key=key, where=where, help=help)
 
 
+@shared
+def step_frames(n: int, d: int, block_q: int, block_k: int, causal: bool, query_block: int, seed_value: int, step: int):
+    """One step's slices of the walk (logits, partial output, row state, the rows as the table prints them), cut once
+    for the whole server and named by their step (frame.known), so that their charts are found in the store without
+    digesting their values on every run (a 32 x 32 tile's logits were hashed by Streamlit: over 500 rows)."""
+    w = walkthrough(n, d, block_q, block_k, causal, query_block, seed_value)
+    made = (n, d, block_q, block_k, causal, query_block, seed_value, step)
+    logits = known(w.logits[w.logits.step == step], "logits", *made)
+    output = known(w.output[w.output.step == step], "output", *made)
+    rows = known(w.rows[w.rows.step == step].drop(columns="step"), "rows", *made)
+    return logits, output, rows, rows.assign(m_before=rows.m_before.map(_fmt), m_after=rows.m_after.map(_fmt))
+
+
 def _row_columns() -> dict:
     rows = td("flash_walkthrough.rows")
     return {
@@ -92,6 +107,7 @@ def draw(step: int, w: tables.Walkthrough, query_block: int) -> None:
     t_q, t_k = tables.n_tiles(n, block_q), tables.n_tiles(n, block_k)
     info = w.steps.iloc[step]
     keys = t("flash_walkthrough.keys", start=info.key_start, end=info.key_end - 1)
+    logits, output, rows, shown = step_frames(n, d, block_q, block_k, causal, query_block, seed(), step)
     g, tile, o = st.columns(3)
     grid = tile_grid(n, block_q, block_k, causal, query_block, step)
     statuses = td("flash_walkthrough.statuses")
@@ -100,10 +116,8 @@ def draw(step: int, w: tables.Walkthrough, query_block: int) -> None:
     if info.skipped:
         tile.info(t("flash_walkthrough.skipped_tile", step=step, keys=keys))
     else:
-        logits = w.logits[w.logits.step == step]
         text = td("flash_walkthrough.charts.logits", step=step, keys=keys)
         chart(spec_of(charts.logit_tile, logits, text), logits, f"logits_{step}", where=tile)
-    output = w.output[w.output.step == step]
     text = td("flash_walkthrough.charts.output", keys=keys)
     chart(spec_of(charts.partial_output, output, text), output, f"partial_output_{step}", where=o)
     update, table, right = st.columns([2, 3, 2])
@@ -113,10 +127,8 @@ def draw(step: int, w: tables.Walkthrough, query_block: int) -> None:
         formula(r"l' = \alpha\, l + \textstyle\sum_j e^{S_{ij} - m'}")
         formula(r"\mathrm{acc}' = \alpha\,\mathrm{acc} + e^{S - m'} V_{\text{tile}}")
         formula(r"O = \mathrm{acc}' / l'", t("flash_walkthrough.update_caption"))
-    rows = w.rows[w.rows.step == step].drop(columns="step")
     with table:
         st.markdown(t("flash_walkthrough.rows_heading", step=step))
-        shown = rows.assign(m_before=rows.m_before.map(_fmt), m_after=rows.m_after.map(_fmt))
         st.dataframe(shown, hide_index=True, column_config=_row_columns(), height=min(35 * len(rows) + 38, 330))
     chart(spec_of(charts.row_state, rows, td("flash_walkthrough.charts.rows")), rows, f"row_state_{step}", where=right)
     e, end = st.columns([3, 2])

@@ -42,3 +42,23 @@ def test_saturation_hands_its_charts_the_stored_frames_not_new_slices(open_page,
     assert len(handed) >= 5
     for name, frames in handed.items():
         assert len(frames) == 2 and frames[0] is frames[1], name
+
+
+def test_the_walkthrough_hands_its_charts_the_stored_frames_of_a_step(open_page, monkeypatch):
+    """A step's logits, partial output and row state were filtered out of the walk on every run, then digested (or,
+    a 32 x 32 tile's logits, hashed by Streamlit) to find their charts; now cut once per step, named by it."""
+    from explorer.ui import frame
+
+    handed, real = {}, frame.chart
+
+    def recording(figure, data, name, **kwargs):
+        handed.setdefault(name, []).append(data)
+        return real(figure, data, name, **kwargs)
+
+    monkeypatch.setattr(frame, "chart", recording)
+    at = open_page("views/flash_walkthrough.py", flash_block_q=32, flash_block_k=32)
+    at.run()
+    assert not at.exception
+    assert {"logits_0", "partial_output_0", "row_state_0"} <= set(handed)  # one tile of 32: step 0 only
+    for name, frames in handed.items():
+        assert len(frames) == 2 and frames[0] is frames[1], name
