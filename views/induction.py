@@ -57,7 +57,8 @@ def loss_section(pair, run_id, step) -> None:
     text = td("induction.charts.loss")
     figure = spec_of(charts.losses, df, step, phases, text, names, data_key=(run_id, "losses"))
     chart(figure, df, "induction_losses", where=left)
-    left.caption(phase_caption(phases))
+    falls = kept("falls", run_id, lambda: tables.phase_falls(pair))
+    left.caption(phase_caption(phases, falls))
     with right:
         formula(
             r"\begin{gathered}\mathcal{L}_{\text{rep}}=-\frac{1}{|R|}\sum_{i\in R}\log p_\theta(x_{i+1}\mid x_{\le i})"
@@ -66,12 +67,14 @@ def loss_section(pair, run_id, step) -> None:
         )
 
 
-def phase_caption(phases) -> str:
+def phase_caption(phases, falls) -> str:
     parts = []
     for model in tables.MODELS:
-        found = phases[model]
-        key = "induction.phase_found" if found is not None else "induction.phase_none"
-        parts.append(t(key, model=names[model], step=found))
+        if phases[model] is None:
+            parts.append(t("induction.phase_none", model=names[model]))
+        else:
+            before, after = falls[model]
+            parts.append(t("induction.phase_found", model=names[model], step=phases[model], before=before, after=after))
     return " ".join(parts)
 
 

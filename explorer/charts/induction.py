@@ -57,15 +57,19 @@ def losses(
         )
     )
     shown = alt.Chart(pd.DataFrame({"step": [step]})).mark_rule(color=SHOWN, strokeDash=[4, 3]).encode(x="step:Q")
-    marks = pd.DataFrame(
-        [{"step": s, "label": text["phase"].format(model=names[m])} for m, s in phases.items() if s is not None],
-        columns=["step", "label"],
+    marks = pd.DataFrame(  # one label under the other: two phase changes may lie close together
+        [
+            {"step": s, "label": text["phase"].format(model=names[m]), "y": 10 + 14 * i}
+            for i, (m, s) in enumerate(phases.items())
+            if s is not None
+        ],
+        columns=["step", "label", "y"],
     )
     rule = alt.Chart(marks).mark_rule(color=PHASE, strokeWidth=2).encode(x="step:Q")
     label = (
         alt.Chart(marks)
         .mark_text(align="left", dx=4, dy=-4, baseline="bottom", color=PHASE, fontSize=11)
-        .encode(x="step:Q", y=alt.value(10), text="label:N")
+        .encode(x="step:Q", y=alt.Y("y:Q", scale=None, axis=None), text="label:N")
     )
     return (lines + shown + rule + label).properties(title=text["title"], height=HEIGHT)
 

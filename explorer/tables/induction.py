@@ -166,6 +166,23 @@ def phase_changes(pair: Pair) -> dict[str, int | None]:
     return found
 
 
+def phase_falls(pair: Pair) -> dict[str, tuple[float, float] | None]:
+    """{model: (repeated-token loss before, after) its phase change, or None}: the snapshots a twentieth of the run
+    before and after the step (phase_change looks for the fall within a tenth of the run)."""
+    falls = {}
+    for model, step in phase_changes(pair).items():
+        result = getattr(pair, model)
+        steps = run_steps(result)
+        if step is None:
+            falls[model] = None
+            continue
+        half = (steps[-1] - steps[0]) / 20
+        before = result.snapshots[index_at(result, step - half)].losses["repeated"]
+        after = result.snapshots[min(len(steps) - 1, int(np.searchsorted(steps, step + half)))].losses["repeated"]
+        falls[model] = (before, after)
+    return falls
+
+
 def score_cells(pair: Pair, step: int) -> pd.DataFrame:
     """The layer x head grid of both models at the snapshot at or before `step`: model, layer, head, row, score,
     value (row: the model and layer, as the chart's y axis)."""

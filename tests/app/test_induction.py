@@ -66,9 +66,17 @@ def test_train_move_the_slider_play_and_the_notice_follows_the_numbers():
         sink = f["sink"] > 2 * f["uniform"]
         assert any("attention sink" in p for p in points) == sink and (not sink or f"{f['sink']:.0%}" in points[4])
         assert any(f"Head scores at step {step}" in text for text in chart_texts(at))
-    phases = tables.phase_changes(pair)
+    phases, falls = tables.phase_changes(pair), tables.phase_falls(pair)
     caption = next(c.value for c in at.caption if c.value.startswith("2 layers:"))
-    assert (f"at step {phases['two']}." in caption) if phases["two"] is not None else "no phase change" in caption
+    for model, name in (("two", "2 layers"), ("one", "1 layer")):
+        if phases[model] is None:
+            assert f"{name}: no phase change" in caption
+        else:
+            before, after = falls[model]
+            assert (
+                f"{name}: the steepest" in caption
+                and f"at step {phases[model]}: from {before:.2f} to {after:.2f}" in caption
+            )
     at.button(key="ind_play").click().run()  # from the first snapshot, one step on per tick
     assert_clean(at)
     assert at.select_slider(key="ind_snapshot").value == steps[1]
