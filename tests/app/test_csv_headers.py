@@ -11,7 +11,7 @@ from app_helpers import assert_clean, open_link
 from explorer.ui import frame
 
 # the pages whose chart exports a student of the 中文 pages opens first (the claim-card pages)
-PAGES = ("views/masks.py", "views/equivariance.py", "views/worked_example.py", "views/scaling.py")
+PAGES = ("views/masks.py", "views/equivariance.py", "views/worked_example.py", "views/scaling.py", "views/induction.py")
 
 
 def english_words(header: str) -> set[str]:
