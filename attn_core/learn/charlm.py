@@ -6,9 +6,12 @@ topics are joined in sorted order; typographic quotes and dashes become ASCII, a
 ALPHABET (newline + printable ASCII) are dropped. The last HELD_OUT of the text is held out for evaluation. The text
 differs between Python releases, so a checkpoint records the SHA-256 of the text it was trained on.
 
-Training sequences: windows of the text, and a fraction (`repeat_fraction`) of "repeated" sequences, a chunk of the
-text written again and again to fill the window. Plain text has few long repeats, and a model this small learns to
-copy from earlier context much sooner when some sequences reward it (measured: see benchmarks/char_lm.md).
+Training sequences: windows of the text, and a fraction (`repeat_fraction`) of "repeated" sequences, a chunk
+written again and again to fill the window: a chunk of the text, or (the shipped recipe) of random characters,
+which only copying from earlier in the window can predict. The first `copy_first` steps train on repeated chunks
+only, then text joins. Plain text repeats too little for a model this small to learn copying within minutes of one
+core: with text alone or a quarter of text chunks, no induction head formed in 600-800 steps (measured, see
+benchmarks/char_lm.md).
 
 Remake the shipped checkpoint (one thread): python -m tools.train_char_lm --out explorer/data/char_lm.pt
 """
@@ -85,24 +88,26 @@ class CharLMConfig:
     d_model: int = 64
     num_heads: int = 4
     layers: int = 2
-    mlp: bool = True
+    mlp: bool = False
     positions: str = "learned"
-    seq_len: int = 128
+    seq_len: int = 96
     batch: int = 32
-    steps: int = 2000
+    steps: int = 3000
     lr: float = 3e-3
     warmup: int = 100
-    repeat_fraction: float = 0.25
-    repeat_source: str = "text"  # the repeated chunks: "text" (a chunk of the corpus) or "random" characters
+    repeat_fraction: float = 0.5
+    repeat_source: str = "random"  # the repeated chunks: "text" (a chunk of the corpus) or "random" characters
+    copy_first: int = 800  # the first steps train on repeated chunks only (copying first, then text joins)
     min_chunk: int = 8
     max_chunk: int = 40
-    eval_every: int = 250
+    eval_every: int = 100
     seed: int = 0
 
     def __post_init__(self) -> None:
         for name in ("d_model", "num_heads", "layers", "seq_len", "batch", "steps", "eval_every"):
             check_int(name, getattr(self, name), minimum=1)
         check_int("warmup", self.warmup, minimum=0)
+        check_int("copy_first", self.copy_first, minimum=0)
         check_positive("lr", self.lr)
         if not 0.0 <= self.repeat_fraction <= 1.0:
             raise ValueError(f"repeat_fraction must lie in [0, 1], got {self.repeat_fraction!r}")
@@ -132,12 +137,16 @@ def repeated_windows(tokens: torch.Tensor, count: int, cfg: CharLMConfig, genera
     return torch.stack([c.repeat(math.ceil(cfg.seq_len / len(c)))[: cfg.seq_len] for c in chunks])
 
 
-def training_batch(tokens: torch.Tensor, cfg: CharLMConfig, generator: torch.Generator) -> torch.Tensor:
-    """(batch, seq_len): text windows, the first round(batch * repeat_fraction) of them replaced by repeated chunks."""
-    repeated = round(cfg.batch * cfg.repeat_fraction)
-    parts = [text_windows(tokens, cfg.batch - repeated, cfg.seq_len, generator)]
-    if repeated:
-        parts.insert(0, repeated_windows(tokens, repeated, cfg, generator))
+def training_batch(
+    tokens: torch.Tensor, cfg: CharLMConfig, generator: torch.Generator, step: int | None = None
+) -> torch.Tensor:
+    """(batch, seq_len): text windows, the first round(batch * repeat_fraction) of them replaced by repeated chunks
+    (all of them while step <= copy_first)."""
+    copying = step is not None and step <= cfg.copy_first
+    repeated = cfg.batch if copying else round(cfg.batch * cfg.repeat_fraction)
+    parts = [repeated_windows(tokens, repeated, cfg, generator)] if repeated else []
+    if repeated < cfg.batch:
+        parts.append(text_windows(tokens, cfg.batch - repeated, cfg.seq_len, generator))
     return torch.cat(parts)
 
 
@@ -195,7 +204,7 @@ def train_iter(cfg: CharLMConfig, *, decoder=None, stop: Callable[[], bool] | No
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: _lr_factor(s, cfg))
     start = time.process_time()
     for step in range(1, cfg.steps + 1):
-        loss = next_char_loss(model, training_batch(train_tokens, cfg, gen))
+        loss = next_char_loss(model, training_batch(train_tokens, cfg, gen, step))
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()

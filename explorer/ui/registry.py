@@ -36,6 +36,7 @@ PAGES: tuple[PageInfo, ...] = (
     PageInfo("views/learning.py", ":material/model_training:", "learning"),
     PageInfo("views/learning_scale.py", ":material/trending_down:", "learning"),
     PageInfo("views/induction.py", ":material/hub:", "learning"),
+    PageInfo("views/language_model.py", ":material/text_fields:", "learning"),
     PageInfo("views/glossary.py", ":material/menu_book:", "reference", lesson=False),
 )
 LESSON: tuple[PageInfo, ...] = tuple(p for p in PAGES if p.lesson)

@@ -55,7 +55,7 @@ def test_decode_refuses_ids_outside_the_alphabet():
 
 
 def test_repeated_windows_repeat_a_chunk_of_the_text(corpus):
-    cfg = charlm.CharLMConfig(seq_len=64, min_chunk=8, max_chunk=16)
+    cfg = charlm.CharLMConfig(seq_len=64, min_chunk=8, max_chunk=16, repeat_source="text")
     tokens = charlm.encode(corpus[:5000])
     rows = charlm.repeated_windows(tokens, 6, cfg, torch.Generator().manual_seed(0))
     assert rows.shape == (6, 64)
@@ -72,9 +72,36 @@ def test_training_batch_mixes_repeated_and_plain_windows(corpus):
     assert periodic[:2] == [True, True] and not any(periodic[2:])
 
 
+def test_random_chunks_are_drawn_from_the_whole_alphabet():
+    cfg = charlm.CharLMConfig(seq_len=80, min_chunk=40, max_chunk=40, repeat_source="random")
+    rows = charlm.repeated_windows(charlm.encode("ab" * 100), 50, cfg, torch.Generator().manual_seed(3))
+    assert torch.equal(rows[:, 40:], rows[:, :40])
+    assert len(set(rows.flatten().tolist())) > 90  # not the two characters of the text
+
+
+def test_the_first_copy_first_steps_train_on_repeated_chunks_only(corpus):
+    cfg = charlm.CharLMConfig(seq_len=64, batch=4, repeat_fraction=0.25, max_chunk=32, copy_first=10)
+    tokens = charlm.encode(corpus)
+
+    def periodic(batch):
+        return [any(torch.equal(r[p:], r[:-p]) for p in range(cfg.min_chunk, cfg.max_chunk + 1)) for r in batch]
+
+    assert periodic(charlm.training_batch(tokens, cfg, torch.Generator().manual_seed(2), step=10)) == [True] * 4
+    later = periodic(charlm.training_batch(tokens, cfg, torch.Generator().manual_seed(2), step=11))
+    assert later == [True, False, False, False]
+
+
 @pytest.mark.parametrize(
     ("field", "value"),
-    [("repeat_fraction", 1.5), ("max_chunk", 100), ("min_chunk", 1), ("lr", -1.0), ("steps", 0)],
+    [
+        ("repeat_fraction", 1.5),
+        ("max_chunk", 100),
+        ("min_chunk", 1),
+        ("lr", -1.0),
+        ("steps", 0),
+        ("copy_first", -1),
+        ("repeat_source", "web"),
+    ],
 )
 def test_config_refuses_bad_recipes(field, value):
     with pytest.raises(ValueError, match=field):
@@ -83,7 +110,9 @@ def test_config_refuses_bad_recipes(field, value):
 
 def test_training_lowers_the_loss_and_a_checkpoint_round_trips(tmp_path, corpus):
     torch.set_num_threads(1)
-    cfg = charlm.CharLMConfig(d_model=32, seq_len=32, batch=8, steps=30, eval_every=15, max_chunk=16, warmup=5)
+    cfg = charlm.CharLMConfig(
+        d_model=32, seq_len=32, batch=8, steps=30, eval_every=15, max_chunk=16, warmup=5, copy_first=0
+    )
     items = list(charlm.train_iter(cfg))
     evals, model = items[:-1], items[-1]
     assert [e.step for e in evals] == [15, 30]

@@ -1,0 +1,185 @@
+"""Tables for "Inside a small language model": the shipped character model read on one typed text, as DataFrames.
+
+The model (attn_core.learn.charlm, checkpoint explorer/data/char_lm.pt) is loaded once per process. Every
+table here is a function of the text alone, so the page caches them per text for the whole server.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import pathlib
+
+import pandas as pd
+import torch
+
+from attn_core.learn import charlm
+
+CHECKPOINT = pathlib.Path(__file__).resolve().parents[1] / "data" / "char_lm.pt"
+MAX_TEXT = 80  # characters: 8 maps of up to 80 x 80 stay a few thousand cells once near-zero ones are dropped
+SHOWN_WEIGHT = 0.01  # map cells below this are left out of the chart (blank = about 0)
+TOP = 5  # next-character candidates shown
+SCORE_COLUMNS = ("previous_token", "induction", "duplicate_token", "first_token", "local")
+VISIBLE = {" ": "␣", "\n": "⏎"}
+
+
+@functools.cache
+def shipped():
+    """(model, checkpoint entries): loaded once per process."""
+    return charlm.load_checkpoint(CHECKPOINT)
+
+
+def model_summary() -> dict:
+    """The recipe and measured numbers the checkpoint carries, and its parameter count and file size."""
+    model, meta = shipped()
+    return {
+        **charlm.config_dict(charlm.config_from_dict(meta["recipe"])),
+        **meta["measured"],
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "kilobytes": CHECKPOINT.stat().st_size / 1024,
+        "corpus_sha256": meta["corpus_sha256"],
+    }
+
+
+def text_problem(text: str) -> tuple[str, dict] | None:
+    """What keeps `text` from the model, as (problem, fields) for the page to word, or None.
+
+    Problems: "short" (fewer than 2 characters), "long" (more than MAX_TEXT), "chars" (outside the alphabet).
+    """
+    if len(text) < 2:
+        return "short", {}
+    if len(text) > MAX_TEXT:
+        return "long", {"n": MAX_TEXT, "got": len(text)}
+    unknown = charlm.unknown_characters(text)
+    if unknown:
+        return "chars", {"chars": " ".join(unknown[:5])}
+    return None
+
+
+def shown(ch: str) -> str:
+    """A character as an axis label can show it (space and newline visible)."""
+    return VISIBLE.get(ch, ch)
+
+
+@functools.lru_cache(maxsize=32)
+def _read(text: str) -> charlm.Reading:
+    return charlm.read(shipped()[0], text)
+
+
+def labels(text: str) -> list[str]:
+    return [f"{i} {shown(c)}" for i, c in enumerate(text)]
+
+
+def attention_cells(text: str) -> pd.DataFrame:
+    """layer, head, query, key, q_label, k_label, weight: every causal cell of every head's map with weight >=
+    SHOWN_WEIGHT (rows = queries, columns = keys)."""
+    w = _read(text).weights  # (L, H, n, n)
+    layer, head, query, key = torch.nonzero(w >= SHOWN_WEIGHT, as_tuple=True)
+    names = labels(text)
+    return pd.DataFrame(
+        {
+            "layer": layer.numpy() + 1,
+            "head": head.numpy() + 1,
+            "query": query.numpy(),
+            "key": key.numpy(),
+            "q_label": [names[i] for i in query.tolist()],
+            "k_label": [names[j] for j in key.tolist()],
+            "weight": w[layer, head, query, key].double().numpy(),
+        }
+    )
+
+
+def layer_cells(text: str, layer: int) -> pd.DataFrame:
+    """attention_cells of one layer (1-based)."""
+    cells = attention_cells(text)
+    return cells[cells["layer"] == layer].reset_index(drop=True)
+
+
+def layers() -> int:
+    return shipped()[0].layers
+
+
+def head_table(text: str) -> pd.DataFrame:
+    """One row per head: layer, head (1-based), its scores on the text, entropy, the uniform entropy, its role."""
+    r = _read(text)
+    roles = charlm.head_roles(r.scores)
+    n_layers, n_heads = r.scores["entropy"].shape
+    uniform = uniform_entropy(len(text))
+    rows = []
+    for layer in range(n_layers):
+        for head in range(n_heads):
+            row = {"layer": layer + 1, "head": head + 1}
+            row |= {name: _value(r.scores[name][layer, head]) for name in (*SCORE_COLUMNS, "entropy")}
+            rows.append(row | {"uniform_entropy": uniform, "role": roles[layer][head]})
+    return pd.DataFrame(rows)
+
+
+def _value(x) -> float:
+    value = float(x)
+    return value if math.isfinite(value) else float("nan")
+
+
+def uniform_entropy(n: int) -> float:
+    """Mean of ln(i+1) over queries i = 1..n-1: the entropy a head that spreads evenly over what it may see has."""
+    return sum(math.log(i + 1) for i in range(1, n)) / max(1, n - 1)
+
+
+def uniform_first_token(n: int) -> float:
+    """Mean of 1/(i+1) over queries i = 1..n-1: the first-token score of evenly spread rows."""
+    return sum(1 / (i + 1) for i in range(1, n)) / max(1, n - 1)
+
+
+def long_scores(text: str) -> pd.DataFrame:
+    """head_table melted for the score grid: layer, head, score, value."""
+    heads = head_table(text)
+    return heads.melt(id_vars=["layer", "head"], value_vars=list(SCORE_COLUMNS), var_name="score")
+
+
+def entropy_by_layer(text: str) -> pd.DataFrame:
+    """layer, entropy (mean over its heads), uniform_entropy."""
+    return (
+        head_table(text)
+        .groupby("layer", as_index=False)
+        .agg(entropy=("entropy", "mean"), uniform_entropy=("uniform_entropy", "first"))
+    )
+
+
+def positions(text: str) -> pd.DataFrame:
+    """One row per position i < n-1: the character, the next one, the model's top guess, p(next), loss (nats), and
+    whether the pair (x_i, x_i+1) occurred earlier (copying could predict it)."""
+    r = _read(text)
+    top = r.probs[:-1].argmax(dim=-1)
+    p_next = r.probs[:-1].gather(1, r.tokens[1:, None])[:, 0]
+    return pd.DataFrame(
+        {
+            "position": range(len(text) - 1),
+            "char": [shown(c) for c in text[:-1]],
+            "next": [shown(c) for c in text[1:]],
+            "predicted": [shown(charlm.ALPHABET[t]) for t in top.tolist()],
+            "p_next": p_next.double().numpy(),
+            "loss": r.losses.double().numpy(),
+            "repeated": r.repeated.numpy(),
+        }
+    )
+
+
+def next_characters(text: str) -> pd.DataFrame:
+    """rank, char, probability: the model's TOP likeliest characters after the whole text."""
+    p, idx = _read(text).probs[-1].topk(TOP)
+    return pd.DataFrame(
+        {
+            "rank": range(1, TOP + 1),
+            "char": [shown(charlm.ALPHABET[i]) for i in idx.tolist()],
+            "probability": p.double().numpy(),
+        }
+    )
+
+
+def loss_split(text: str) -> dict[str, float]:
+    """Mean loss (nats) on repeated pairs and on first-seen ones, with their counts (NaN where there are none)."""
+    df = positions(text)
+    out = {}
+    for name, part in (("repeated", df[df["repeated"]]), ("first_seen", df[~df["repeated"]])):
+        out[name] = float(part["loss"].mean()) if len(part) else float("nan")
+        out[f"{name}_count"] = len(part)
+    return out

@@ -1,0 +1,83 @@
+"""Inside a small language model: the shipped checkpoint read on typed text, good and hostile, in both languages."""
+
+import pytest
+from app_helpers import assert_clean, metric, open_link
+
+from explorer.tables import language_model as tables
+
+PAGE = "views/language_model.py"
+
+
+def warning_text(at) -> str:
+    return " ".join(w.value for w in at.warning)
+
+
+def test_default_text_draws_every_head_and_names_them(open_page):
+    at = open_page(PAGE)
+    assert_clean(at)
+    specs = at.get("vega_lite_chart")
+    assert len(specs) == 6  # 2 layers of maps, scores, entropy, losses, next characters
+    names = at.dataframe[0].value
+    assert len(names) == 8 and set(names["layer"]) == {1, 2}
+    assert any(r"\mathrm{ind}_h" in latex.value for latex in at.latex)
+    assert metric(at, "layer 1 entropy (nats)")
+    assert not at.warning
+
+
+def test_typed_text_changes_the_reading(open_page):
+    at = open_page(PAGE)
+    before = at.dataframe[0].value
+    at.radio(key="lm_source").set_value("own").run()
+    at.text_input(key="lm_text").set_value("abc def ghi").run()
+    assert_clean(at)
+    losses = [m for m in at.metric if m.label.startswith("loss on repeated")]
+    assert losses and losses[0].value == "—"  # no pair of this text occurs twice
+    assert at.dataframe[0].value is not before
+
+
+@pytest.mark.parametrize(
+    "hostile",
+    [
+        "<script>alert(1)</script> [x](javascript:alert(1)) **bold** $x$",
+        "注意力 is all you need",
+        "tab\there",
+        "x",
+    ],
+)
+def test_hostile_text_is_refused_or_shown_literally(open_page, hostile):
+    at = open_page(PAGE)
+    at.radio(key="lm_source").set_value("own").run()
+    at.text_input(key="lm_text").set_value(hostile).run()
+    assert_clean(at)
+    problem = tables.text_problem(hostile)
+    if problem is None:  # printable ASCII: read as text, never rendered as markup
+        assert not at.warning
+        assert all("<script>" not in m.value for m in at.markdown)
+    else:
+        assert at.warning and "The model cannot read this text." in warning_text(at)
+        assert not at.get("vega_lite_chart")
+        assert all("<script>" not in w.value for w in at.warning)
+
+
+def test_a_link_with_text_opens_on_it_and_a_too_long_one_is_refused():
+    at = open_link(PAGE, {"lm_source": "own", "lm_text": "spam eggs spam eggs"})
+    assert_clean(at)
+    assert at.text_input(key="lm_text").value == "spam eggs spam eggs"
+    at = open_link(PAGE, {"lm_source": "own", "lm_text": "a" * (tables.MAX_TEXT + 1)})
+    assert_clean(at)
+    assert at.text_input(key="lm_text").value != "a" * (tables.MAX_TEXT + 1)
+
+
+def test_chinese_page_words_the_refusal_in_chinese():
+    at = open_link(PAGE, {"lang": "zh", "lm_source": "own", "lm_text": "注意力"})
+    assert_clean(at)
+    assert "模型无法读取这段文字" in warning_text(at)
+
+
+def test_examples_show_their_text_and_leave_the_box_disabled(open_page):
+    at = open_page(PAGE)
+    for source in ("code", "plain", "repeat"):
+        at.radio(key="lm_source").set_value(source).run()
+        assert_clean(at)
+        assert at.text_input(key="lm_text").disabled
+        assert len(at.get("vega_lite_chart")) == 6

@@ -1,0 +1,209 @@
+import math
+
+import streamlit as st
+
+from explorer.charts import language_model as charts
+from explorer.tables import language_model as tables
+from explorer.ui import state as controls
+from explorer.ui.frame import chart, formula, friendly_errors, header, literal, notice, predict_first, spec_of, table
+from explorer.ui.i18n import t, td, tl
+
+DEFAULT_TEXT = "the cat sat on the mat. the cat sat on the mat."
+# Texts a class can start from (the model reads English characters, so they stay English in every language)
+EXAMPLES = {
+    "repeat": DEFAULT_TEXT,
+    "code": "def area(r): return 3.14 * r * r; def area(r): return 3.14 * r * r",
+    "plain": "A list is a mutable sequence, and a tuple is an immutable one.",
+}
+OWN = "own"
+SECTIONS = ("language_model.sections.maps", "language_model.sections.heads", "language_model.sections.next")
+
+layer_cells = table(tables.layer_cells, 64)
+head_table = table(tables.head_table, 32)
+positions = table(tables.positions, 32)
+next_characters = table(tables.next_characters, 32)
+loss_split = table(tables.loss_split, 32)
+long_scores = table(tables.long_scores, 32)
+entropy_by_layer = table(tables.entropy_by_layer, 32)
+
+
+@st.cache_resource(show_spinner=False)  # one model for the whole server: ~70k parameters, read-only
+def shipped_summary() -> dict:
+    return tables.model_summary()
+
+
+def read_text(text: str) -> str | None:
+    """The text if the model can read it; else None, after saying what is wrong (the text itself never echoed raw)."""
+    problem = tables.text_problem(text)
+    if problem is None:
+        return text
+    kind, fields = problem
+    message = t(f"language_model.problems.{kind}", **{k: literal(v) for k, v in fields.items()})
+    st.warning(t("language_model.bad_text") + " " + message, icon=":material/error:")
+    return None
+
+
+def strongest(heads, score: str) -> tuple[str, float]:
+    """('layer.head', value) of the head with the highest `score` on the text (NaN scores skipped)."""
+    row = heads.loc[heads[score].fillna(-1).idxmax()]
+    return f"{row['layer']}.{row['head']}", float(row[score])
+
+
+def maps_section(text: str) -> None:
+    st.subheader(t("language_model.sections.maps"), anchor="maps")
+    for layer in range(1, tables.layers() + 1):
+        cells = layer_cells(text, layer)
+        words = td("language_model.charts.maps") | {"title": t("language_model.charts.maps.title", layer=layer)}
+        spec = spec_of(charts.layer_maps, cells, len(text), words)
+        chart(spec, cells, f"lm_maps_layer{layer}", width="content")
+    st.caption(t("language_model.maps_caption", cut=tables.SHOWN_WEIGHT))
+
+
+def heads_section(text: str) -> None:
+    st.subheader(t("language_model.sections.heads"), anchor="heads")
+    heads = head_table(text)
+    left, right = st.columns([3, 2])
+    names = td("language_model.scores")
+    spec = spec_of(charts.score_grid, long_scores(text), names, td("language_model.charts.scores"))
+    chart(spec, heads, "lm_scores", where=left, width="content")
+    roles = td("language_model.roles")
+    named = heads.assign(role=heads["role"].map(roles))[["layer", "head", "role"]]
+    left.dataframe(named, hide_index=True, column_config=td("language_model.columns"))
+    with right:
+        formula(r"\mathrm{prev}_h=\frac{1}{n-1}\sum_{i\ge1}A^h_{i,\,i-1}")
+        formula(
+            r"\mathrm{ind}_h=\operatorname{mean}_{i}\sum_{j<i:\;x_j=x_i}A^h_{i,\,j+1}",
+            t("language_model.induction_caption"),
+        )
+        formula(r"\mathrm{first}_h=\frac{1}{n-1}\sum_{i\ge1}A^h_{i,0}")
+        formula(r"H_h=\frac{1}{n-1}\sum_{i\ge1}-\sum_{j\le i}A^h_{ij}\ln A^h_{ij}", t("language_model.entropy_caption"))
+        thresholds = ", ".join(f"{roles[k]} ≥ {v:g}" for k, v in tables.charlm.ROLE_THRESHOLDS.items())
+        st.caption(t("language_model.roles_caption", thresholds=thresholds))
+    e_left, e_right = st.columns([3, 2])
+    text_e = td("language_model.charts.entropy")
+    chart(
+        spec_of(charts.entropy_bars, heads, text_e),
+        heads[["layer", "head", "entropy", "uniform_entropy"]],
+        "lm_entropy",
+        where=e_left,
+    )
+    by_layer = entropy_by_layer(text)
+    row = e_right.container(horizontal=True, gap="medium")
+    for r in by_layer.itertuples():
+        row.metric(t("language_model.metrics.entropy", layer=r.layer), f"{r.entropy:.2f}", width="content")
+    e_right.caption(t("language_model.uniform_caption", uniform=by_layer["uniform_entropy"].iloc[0]))
+
+
+def next_section(text: str) -> None:
+    st.subheader(t("language_model.sections.next"), anchor="next")
+    left, right = st.columns([3, 2])
+    df = positions(text)
+    names = td("language_model.kinds")
+    spec = spec_of(charts.position_losses, df, names, td("language_model.charts.losses"))
+    chart(spec, df, "lm_losses", where=left)
+    split = loss_split(text)
+    row = left.container(horizontal=True, gap="medium")
+    for kind in ("repeated", "first_seen"):
+        value = split[kind]
+        shown = "—" if math.isnan(value) else f"{value:.2f}"
+        row.metric(t(f"language_model.metrics.loss_{kind}", n=split[f"{kind}_count"]), shown, width="content")
+    top = next_characters(text)
+    chart(spec_of(charts.next_bars, top, td("language_model.charts.next")), top, "lm_next", where=right)
+    with right:
+        formula(r"p(x_{i+1}\mid x_{\le i})=\mathrm{softmax}\big(W_U\,\mathrm{LN}(h_i)\big)")
+        formula(r"\ell_i=-\ln p(x_{i+1}\mid x_{\le i})", t("language_model.loss_caption"))
+
+
+def what_to_notice(text: str) -> list[str]:
+    """Points chosen from the numbers of this text: the strongest heads of each kind, the loss split."""
+    heads = head_table(text)
+    points = []
+    prev_name, prev = strongest(heads, "previous_token")
+    strong = prev >= tables.charlm.ROLE_THRESHOLDS["previous_token"]
+    points.append(t(f"language_model.notice_{'prev' if strong else 'no_prev'}", head=prev_name, value=prev))
+    ind_name, ind = strongest(heads, "induction")
+    if math.isnan(float(heads["induction"].max())):
+        points.append(t("language_model.notice_no_repeat"))
+    elif ind >= tables.charlm.ROLE_THRESHOLDS["induction"]:
+        points.append(t("language_model.notice_induction", head=ind_name, value=ind))
+    else:
+        points.append(t("language_model.notice_weak_induction", head=ind_name, value=ind))
+    split = loss_split(text)
+    if not math.isnan(split["repeated"]) and not math.isnan(split["first_seen"]):
+        key = "notice_loss_lower" if split["repeated"] < split["first_seen"] else "notice_loss_not_lower"
+        points.append(t(f"language_model.{key}", repeated=split["repeated"], first=split["first_seen"]))
+    return points
+
+
+def large_models(text: str) -> None:
+    """What is documented for large models beside what this model does on this text: measured numbers only."""
+    st.subheader(t("language_model.sections.large"), anchor="large")
+    heads = head_table(text)
+    sink_name, sink = strongest(heads, "first_token")
+    uniform = tables.uniform_first_token(len(text))
+    ind = heads["induction"].max()
+    kind = "sink_yes" if sink >= tables.charlm.ROLE_THRESHOLDS["first_token"] else "sink_no"
+    st.markdown("\n".join(f"- {p}" for p in tl("language_model.large_documented")))
+    ours = [t(f"language_model.{kind}", head=sink_name, value=sink, uniform=uniform)]
+    if not math.isnan(float(ind)):
+        ours.append(t("language_model.large_induction", value=float(ind)))
+    st.caption(t("language_model.large_caption"))
+    st.markdown(f"**{t('language_model.here')}**\n" + "\n".join(f"- {p}" for p in ours))
+
+
+header(t("language_model.title"), t("language_model.lede"), SECTIONS)
+with friendly_errors(t("language_model.sections.model")):
+    default_heads = head_table(EXAMPLES["repeat"])
+    prev_layer = int(default_heads.loc[default_heads["previous_token"].idxmax(), "layer"])
+    ind_layer = int(default_heads.loc[default_heads["induction"].fillna(-1).idxmax(), "layer"])
+    predict_first(t("language_model.question"), t("language_model.answer", prev=prev_layer, ind=ind_layer))
+
+with st.container(border=True):
+    sources = td("language_model.sources")
+    source = controls.radio(
+        t("language_model.controls.source"),
+        list(EXAMPLES) + [OWN],
+        "repeat",
+        key="lm_source",
+        horizontal=True,
+        format_func=sources.get,
+    )
+    typed = controls.text_input(
+        t("language_model.controls.text", n=tables.MAX_TEXT),
+        DEFAULT_TEXT,
+        key="lm_text",
+        max_chars=tables.MAX_TEXT,
+        disabled=source != OWN,
+        help=t("language_model.controls.text_help", n=tables.MAX_TEXT),
+    )
+    if source == OWN:
+        st.caption(t("language_model.controls.text_help", n=tables.MAX_TEXT))
+        text = read_text(typed)
+    else:
+        text = EXAMPLES[source]
+        st.code(text, language=None)
+
+if text is not None:
+    left, right = st.columns([3, 2])
+    with right:
+        formula(r"A^h=\mathrm{softmax}\!\Big(\frac{Q^hK^{h\top}}{\sqrt{d_k}}+M\Big)", t("language_model.mask_caption"))
+        formula(r"h^{(l+1)}=h^{(l)}+\sum_h A^h\,\mathrm{LN}(h^{(l)})\,W_V^hW_O^h", t("language_model.stream_caption"))
+        with friendly_errors(t("language_model.sections.heads")):
+            notice(what_to_notice(text))
+    with left, friendly_errors(t("language_model.sections.maps")):
+        maps_section(text)
+    with friendly_errors(t("language_model.sections.heads")):
+        heads_section(text)
+    with friendly_errors(t("language_model.sections.next")):
+        next_section(text)
+    with friendly_errors(t("language_model.sections.large")):
+        large_models(text)
+
+with friendly_errors(t("language_model.sections.model")):
+    card = shipped_summary()
+    architecture = t(f"language_model.arch_{'mlp' if card['mlp'] else 'attention'}")
+    repeats = t(f"language_model.repeats_{card['repeat_source']}", fraction=card["repeat_fraction"])
+    curriculum = t("language_model.curriculum", copy_first=card["copy_first"]) if card["copy_first"] else ""
+    words = {"architecture": architecture, "repeats": repeats, "curriculum": curriculum}
+    words["position_words"] = t(f"language_model.positions_{card['positions']}")
+    st.caption(t("language_model.model_card", **card, **words))
