@@ -16,7 +16,7 @@ EXAMPLES = {
     "plain": "A list is a mutable sequence, and a tuple is an immutable one.",
 }
 OWN = "own"
-SECTIONS = ("language_model.sections.maps", "language_model.sections.heads", "language_model.sections.next")
+SECTIONS = tuple(f"language_model.sections.{k}" for k in ("maps", "heads", "next", "large"))
 
 layer_cells = table(tables.layer_cells, 64)
 head_table = table(tables.head_table, 32)
@@ -27,7 +27,7 @@ long_scores = table(tables.long_scores, 32)
 entropy_by_layer = table(tables.entropy_by_layer, 32)
 
 
-@st.cache_resource(show_spinner=False)  # one model for the whole server: ~70k parameters, read-only
+@st.cache_resource(show_spinner=False)  # the checkpoint read once for the whole server (52k parameters, read-only)
 def shipped_summary() -> dict:
     return tables.model_summary()
 

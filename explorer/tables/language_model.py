@@ -52,8 +52,15 @@ def text_problem(text: str) -> tuple[str, dict] | None:
         return "long", {"n": MAX_TEXT, "got": len(text)}
     unknown = charlm.unknown_characters(text)
     if unknown:
-        return "chars", {"chars": " ".join(unknown[:5])}
+        return "chars", {"chars": ", ".join(_named(ch) for ch in unknown[:5])}
     return None
+
+
+def _named(ch: str) -> str:
+    """A character the model cannot read, by its code point (and itself when it prints as a visible glyph: a
+    control or direction mark shown raw could reorder the message around it)."""
+    code = f"U+{ord(ch):04X}"
+    return f"{ch} {code}" if ch.isprintable() and not ch.isspace() else code
 
 
 def shown(ch: str) -> str:

@@ -41,6 +41,7 @@ def test_typed_text_changes_the_reading(open_page):
         "<script>alert(1)</script> [x](javascript:alert(1)) **bold** $x$",
         "注意力 is all you need",
         "tab\there",
+        "right\u202eto left",
         "x",
     ],
 )
@@ -56,7 +57,7 @@ def test_hostile_text_is_refused_or_shown_literally(open_page, hostile):
     else:
         assert at.warning and "The model cannot read this text." in warning_text(at)
         assert not at.get("vega_lite_chart")
-        assert all("<script>" not in w.value for w in at.warning)
+        assert all("<script>" not in w.value and "\u202e" not in w.value for w in at.warning)
 
 
 def test_a_link_with_text_opens_on_it_and_a_too_long_one_is_refused():
@@ -81,3 +82,10 @@ def test_examples_show_their_text_and_leave_the_box_disabled(open_page):
         assert_clean(at)
         assert at.text_input(key="lm_text").disabled
         assert len(at.get("vega_lite_chart")) == 6
+
+
+def test_an_unreadable_character_is_named_by_its_code_point():
+    at = open_link(PAGE, {"lm_source": "own", "lm_text": "caf\u00e9 \u202e"})
+    assert_clean(at)
+    shown = warning_text(at).replace("\\", "")  # Markdown escapes, as literal() writes them
+    assert "U+00E9" in shown and "U+202E" in shown
