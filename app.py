@@ -2,8 +2,6 @@
 
 # ruff: noqa: E402 - the app's modules are loaded (router.load_modules) before the imports that name them
 
-import atexit
-import gc
 import time
 
 import streamlit as st
@@ -19,7 +17,7 @@ import torch  # loaded above already: from here on, imports only name what the r
 from explorer.ui.connection import connection_words
 from explorer.ui.frame import lesson_bar, log_run_cpu, page_title, share_panel, sidebar, sidebar_hidden
 from explorer.ui.glossary import CURRENT
-from explorer.ui.heavy import settle_allocator
+from explorer.ui.heavy import settle_process
 from explorer.ui.i18n import language, t
 from explorer.ui.registry import PAGES, SECTIONS
 from explorer.ui.state import publish_hidden, url_notices
@@ -32,22 +30,7 @@ RUN_CPU = "_run_cpu_ms"  # this run's CPU time in the script thread (tools.page_
 _started = time.thread_time()
 
 
-@st.cache_resource
-def _settle_process() -> None:
-    """Once per process: move the ~250,000 objects of the imported libraries out of the collector's generations, so
-    Python's automatic collections (the only ones left: .streamlit/config.toml turns postScriptGC off) stay short;
-    and make the C allocator give large freed blocks back (explorer.ui.heavy.settle_allocator)."""
-    settle_allocator()
-    # No gc.collect() first: after the imports it finds ~60 unreachable objects, for 0.13 s of CPU that every first
-    # visitor of a fresh server would wait for (measured); those few stay frozen.
-    gc.freeze()
-    # Frozen objects are never collected, not even when the interpreter exits: an extension that checks at exit
-    # what it left alive (Triton's nanobind module, imported by a GPU server or a test) then reports each object.
-    atexit.unregister(gc.unfreeze)  # once, whatever the number of times the cache is cleared
-    atexit.register(gc.unfreeze)
-
-
-_settle_process()
+settle_process()  # once per process (explorer.ui.heavy)
 
 
 def _pages() -> tuple[dict, dict]:

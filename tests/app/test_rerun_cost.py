@@ -5,7 +5,12 @@ import pathlib
 import pytest
 from streamlit.runtime.caching import cache_data_api, cache_resource_api
 
-PAGES = ["views/saturation.py", "views/multihead.py", "views/flash_walkthrough.py", "views/learning_scale.py"]
+PAGES = [
+    "views/saturation.py",
+    "views/multihead.py",
+    "views/flash_walkthrough.py",
+    "views/learning_scale.py",
+]
 
 
 @pytest.mark.parametrize("path", PAGES)
@@ -62,3 +67,17 @@ def test_the_walkthrough_hands_its_charts_the_stored_frames_of_a_step(open_page,
     assert {"logits_0", "partial_output_0", "row_state_0"} <= set(handed)  # one tile of 32: step 0 only
     for name, frames in handed.items():
         assert len(frames) == 2 and frames[0] is frames[1], name
+
+
+def test_a_warm_rerun_of_the_router_makes_no_streamlit_cached_function(open_page, monkeypatch):
+    """app.py runs on every run of every page: an @st.cache_resource written there made its function again and read
+    its source every time (~0.4 ms); the once-per-process settling is decorated where it is imported once."""
+    made = []
+    for api in (cache_data_api, cache_resource_api):
+        real = api.make_cached_func_wrapper
+        counted = lambda info, real=real: made.append(info.func) or real(info)  # noqa: E731
+        monkeypatch.setattr(api, "make_cached_func_wrapper", counted)
+    at = open_page("views/glossary.py")
+    at.run()
+    assert not at.exception
+    assert [f.__qualname__ for f in made if pathlib.Path(f.__code__.co_filename).name == "app.py"] == []
