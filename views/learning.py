@@ -16,6 +16,7 @@ from explorer.ui.frame import (
     section,
     seed,
     spec_of,
+    store,
 )
 from explorer.ui.i18n import t, td, tl
 
@@ -31,16 +32,27 @@ task_names = td("learning.tasks")
 metric_names = td("learning.metrics")
 
 
-@st.cache_resource(max_entries=8, show_spinner=False)  # a model of d_model 256 and 2 layers holds ~4 MB
+# Kept for the whole server in stores of their own, not with st.cache_*: their decorators, run with the page on
+# every rerun, made the cached functions again and read their source each time.
+_untrained_runs = store("learning.untrained", 8)  # a model of d_model 256 and 2 layers holds ~4 MB
+_curve_frames = store("learning.curve_frames", 32)
+
+
 def untrained_run(task, d_model, heads, layers, lr, steps, scaled, seed_value):
     """The model as initialised (one forward and backward, no update): cheap, shared by the server, read-only."""
-    return tables.untrained(tables.learn_config(task, d_model, heads, layers, lr, steps, scaled, seed_value))
+    settings = (task, d_model, heads, layers, lr, steps, scaled, seed_value)
+    return _untrained_runs.get_once(settings, lambda: tables.untrained(tables.learn_config(*settings)))
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
-def curve_frames(_result, key):
-    df = tables.curves(_result)
-    return df, tables.long_curves(df, LOSSES), tables.long_curves(df, SCORES)
+def curve_frames(result, key):
+    """The run `key`'s curves, long for each chart and as each chart's CSV columns (shared: callers only read)."""
+
+    def build():
+        df = tables.curves(result)
+        losses, scores = tables.long_curves(df, LOSSES), tables.long_curves(df, SCORES)
+        return losses, scores, df[["step", *LOSSES]], df[["step", *SCORES]]
+
+    return _curve_frames.get_once(key, build)
 
 
 def play(key, first_step, last_step) -> None:
@@ -94,15 +106,15 @@ def snapshot_section(result, key) -> None:
     entropy = tables.map_stats(tables.snapshot_weights(result, index))["entropy"]
     row.metric(t("learning.metrics.entropy"), f"{entropy:.2f}", help=t("learning.entropy_help"), width="content")
     attention_maps(result, index, key)
-    df, losses, scores = curve_frames(result, key)
+    losses, scores, loss_rows, score_rows = curve_frames(result, key)
     loss_text = td("learning.charts.loss", chance=tables.chance_loss(result.config))
     accuracy_text = td("learning.charts.accuracy")
     names = {k: metric_names[k] for k in LOSSES}
     spec = spec_of(charts.training_curves, losses, step, loss_text, names, unit_interval=False, data_key=(key, 1))
-    chart(spec, df[["step", *LOSSES]], "learning_loss")
+    chart(spec, loss_rows, "learning_loss")
     names = {k: metric_names[k] for k in SCORES}
     spec = spec_of(charts.training_curves, scores, step, accuracy_text, names, unit_interval=True, data_key=(key, 2))
-    chart(spec, df[["step", *SCORES]], "learning_accuracy")
+    chart(spec, score_rows, "learning_accuracy")
 
 
 def start_notice(result, settings) -> list[str]:

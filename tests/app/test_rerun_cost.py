@@ -10,6 +10,7 @@ PAGES = [
     "views/multihead.py",
     "views/flash_walkthrough.py",
     "views/learning_scale.py",
+    "views/learning.py",
 ]
 
 
