@@ -17,6 +17,7 @@ from explorer.ui.frame import (
     predict_first,
     section,
     seed,
+    shared,
     spec_of,
     table,
     wire,
@@ -70,6 +71,54 @@ def gradient_chart(spec: tuple, dtype: str, seed: int, text: dict):
         return wire(charts.cell_heatmap(lib, "grad", text, scheme="purpleorange", diverging=True))
 
     return memo(("masks.gradient_chart", spec, dtype, seed, text), build)
+
+
+# What the page cuts from its tables (a chart's CSV columns, one recipe's rows, the summary as text) is cut once per
+# setting for the whole server (@shared), not on every run: the summary's text alone was ~15 % of a warm rerun.
+@shared
+def score_rows(spec: tuple, seed_value: int):
+    """The scores' and the weights' CSV columns."""
+    grid, _ = scores_and_weights(*spec, seed_value)
+    return grid[["query", "key", "score", "hidden"]], grid[["query", "key", "weight", "hidden"]]
+
+
+@shared
+def fill_parts(spec: tuple, dtype: str, seed_value: int) -> dict:
+    """The fill comparison by recipe: each recipe's cells, its summary row, and whether a row is fully masked."""
+    cells, _, summary = fill_comparison(*spec, dtype, seed_value)
+    return {
+        "cells": {method: cells[cells.method == method] for method in summary["method"]},
+        "by_method": summary.set_index("method"),
+        "full": bool(mask_parts(*spec)[1]["fully_masked"]),
+    }
+
+
+@shared
+def summary_table(spec: tuple, dtype: str, seed_value: int, words: dict, names: dict) -> pd.DataFrame:
+    """The recipes' summary as the page's table shows it, in the words given (each language its own entry)."""
+    _, _, summary = fill_comparison(*spec, dtype, seed_value)
+    shown = tables.summary_text(
+        summary.drop(columns=["loss", "max |grad| hidden logits", "max |grad| visible logits"]), none=words["none"]
+    )
+    shown.loc[shown["fact"] == "fill value", tables.LIBRARY] = words["library_fill"]
+    facts = words["facts"]
+    shown = shown.assign(fact=shown["fact"].map(lambda f: facts.get(f, f))).set_index("fact").rename(columns=names)
+    return shown.rename_axis(words["fact"])
+
+
+@shared
+def renormalised_rows(real: int, columns: dict) -> pd.DataFrame:
+    """The renormalisation's rows as its table shows them: "real" in the viewer's words."""
+    rows, _ = padding_renormalisation(real)
+    return rows.assign(real=rows.real.map({True: columns["yes"], False: columns["no"]}))
+
+
+@shared
+def notes_counts(notes_n: int, window: int, names: dict, columns: dict) -> pd.DataFrame:
+    """The notes' masks counted, as their table shows them: parts and "causal" in the viewer's words."""
+    _, counts = notes_masks(notes_n, window)
+    yes_no = {True: columns["yes"], False: columns["no"]}
+    return counts.assign(part=counts.part.map(names), causal=counts.causal.map(yes_no))
 
 
 def method_names() -> dict[str, str]:
@@ -227,13 +276,13 @@ with left, friendly_errors(t("masks.errors.mask")):
     )
 
 with friendly_errors(t("masks.errors.scores")):
-    grid, _ = scores_and_weights(*spec, seed())
     scores, weights = score_charts(
         spec, seed(), cells_text | td("masks.charts.scores"), cells_text | td("masks.charts.weights")
     )
+    score_csv, weight_csv = score_rows(spec, seed())
     s1, s2 = st.columns(2)
-    chart(scores, grid[["query", "key", "score", "hidden"]], "scores", where=s1, width="content")
-    chart(weights, grid[["query", "key", "weight", "hidden"]], "weights", where=s2, width="content")
+    chart(scores, score_csv, "scores", where=s1, width="content")
+    chart(weights, weight_csv, "weights", where=s2, width="content")
     st.caption(t("masks.scores_caption", d_k=tables.D_K, sequence=spec[-1]))
 
 
@@ -269,9 +318,8 @@ def fill_and_gradient(spec: tuple) -> None:
         )
         st.markdown(t("masks.why"))
     with left, friendly_errors(t("masks.errors.fill")):
-        cells, _, summary = fill_comparison(*spec, dtype, seed())
-        by_method = summary.set_index("method")
-        full = bool(mask_parts(*spec)[1]["fully_masked"])
+        fills = fill_parts(spec, dtype, seed())
+        by_method, full = fills["by_method"], fills["full"]
 
         def fully_masked_weight(name: str) -> str:
             """What the metric prints for one recipe: refused, no such row, NaN, 0 or the uniform 1/n."""
@@ -294,20 +342,18 @@ def fill_and_gradient(spec: tuple) -> None:
         else:
             text = cells_text | td("masks.charts.fill", method=names[method], dtype=dtype)
             figure = fill_chart(spec, dtype, method, seed(), text)
-            chart(figure, cells[cells.method == method], "fill_weights", width="content")
+            chart(figure, fills["cells"][method], "fill_weights", width="content")
         if not full:
             no_full_row_hint(spec)
 
     with friendly_errors(t("masks.errors.summary")):
-        _, _, summary = fill_comparison(*spec, dtype, seed())
-        shown = tables.summary_text(
-            summary.drop(columns=["loss", "max |grad| hidden logits", "max |grad| visible logits"]),
-            none=t("masks.metrics.none"),
-        )
-        shown.loc[shown["fact"] == "fill value", tables.LIBRARY] = t("masks.summary.library_fill")
-        facts = td("masks.facts")
-        shown = shown.assign(fact=shown["fact"].map(lambda f: facts.get(f, f))).set_index("fact").rename(columns=names)
-        st.table(shown.rename_axis(t("masks.summary.fact")))
+        words = {
+            "none": t("masks.metrics.none"),
+            "library_fill": t("masks.summary.library_fill"),
+            "facts": td("masks.facts"),
+            "fact": t("masks.summary.fact"),
+        }
+        st.table(summary_table(spec, dtype, seed(), words, names))
         overflow, largest = tables.fill_overflow(dtype)
         why = t("masks.summary.overflow", fills=", ".join(overflow), dtype=dtype, max=largest) if overflow else ""
         st.caption(t("masks.summary.caption", dtype=dtype, sequence=spec[-1]) + why)
@@ -321,8 +367,8 @@ def fill_and_gradient(spec: tuple) -> None:
         )
         st.markdown(t("masks.gradient_text"))
     with left, friendly_errors(t("masks.errors.gradient")):
-        cells, _, summary = fill_comparison(*spec, dtype, seed())
-        library = summary.set_index("method").loc[tables.LIBRARY]
+        fills = fill_parts(spec, dtype, seed())
+        library = fills["by_method"].loc[tables.LIBRARY]
         hidden_max, visible_max = library["max |grad| hidden logits"], library["max |grad| visible logits"]
         g1, g2 = st.columns(2)
         g1.metric(
@@ -333,8 +379,7 @@ def fill_and_gradient(spec: tuple) -> None:
             t("masks.metrics.no_visible") if pd.isna(visible_max) else f"{visible_max:.3g}",
         )
         text = cells_text | td("masks.charts.gradient", dtype=dtype)
-        lib = cells[cells.method == tables.LIBRARY]
-        chart(gradient_chart(spec, dtype, seed(), text), lib, "gradient", width="content")
+        chart(gradient_chart(spec, dtype, seed(), text), fills["cells"][tables.LIBRARY], "gradient", width="content")
 
 
 fill_and_gradient(spec)
@@ -372,7 +417,7 @@ def renormalise_part() -> None:
         m3.metric(t("masks.renormalise.gap"), gap, help=t("masks.renormalise.gap_help"))
         columns = td("masks.renormalise.columns")
         st.dataframe(
-            rows.assign(real=rows.real.map({True: columns["yes"], False: columns["no"]})),
+            renormalised_rows(real, columns),
             hide_index=True,
             column_config={
                 name: st.column_config.NumberColumn(columns[name], format="%.4f")
@@ -406,16 +451,14 @@ def notes_masks_part() -> None:
             t("masks.controls.notes_n"), 2, tables.MAX_NOTES_N, 16, 1, key="mask_notes_n", where=c1
         )
         notes_window = controls.slider(t("masks.controls.notes_window"), 1, 8, 3, 1, key="mask_notes_window", where=c2)
-        cells, counts = notes_masks(notes_n, min(notes_window, notes_n))
+        cells, _ = notes_masks(notes_n, min(notes_window, notes_n))
         names = td("masks.notes_masks.parts")
         text = cells_text | td("masks.charts.parts") | td("masks.charts.notes_masks")
         figure = spec_of(charts.mask_parts, cells, list(tables.NOTES_MASKS), text, names)
         chart(figure, cells, "notes_masks", width="content")
         columns = td("masks.notes_masks.columns")
         st.dataframe(
-            counts.assign(
-                part=counts.part.map(names), causal=counts.causal.map({True: columns["yes"], False: columns["no"]})
-            ),
+            notes_counts(notes_n, min(notes_window, notes_n), names, columns),
             hide_index=True,
             column_config={name: columns[name] for name in ("part", "future", "widest", "causal")},
         )

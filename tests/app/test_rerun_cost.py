@@ -11,6 +11,7 @@ PAGES = [
     "views/flash_walkthrough.py",
     "views/learning_scale.py",
     "views/learning.py",
+    "views/masks.py",
 ]
 
 
@@ -82,3 +83,35 @@ def test_a_warm_rerun_of_the_router_makes_no_streamlit_cached_function(open_page
     at.run()
     assert not at.exception
     assert [f.__qualname__ for f in made if pathlib.Path(f.__code__.co_filename).name == "app.py"] == []
+
+
+def test_masks_serves_a_rerun_its_charts_and_tables_from_the_store(open_page, monkeypatch):
+    """The summary's text (tables.summary_text, ~15 % of a warm rerun in cProfile), each chart's CSV columns, one
+    recipe's rows and the tables' words were made again on every run; now once per setting and language."""
+    import streamlit as st
+
+    from explorer.tables import masks as tables
+    from explorer.ui import frame
+
+    handed, texts, real_chart, real_text = {}, [], frame.chart, tables.summary_text
+
+    def recording(figure, data, name, **kwargs):
+        handed.setdefault(name, []).append(data)
+        return real_chart(figure, data, name, **kwargs)
+
+    def shown(kind):
+        real = getattr(st, kind)
+        return lambda data, *args, **kwargs: handed.setdefault(kind, []).append(data) or real(data, *args, **kwargs)
+
+    monkeypatch.setattr(frame, "chart", recording)
+    for kind in ("table", "dataframe"):
+        monkeypatch.setattr(st, kind, shown(kind))
+    at = open_page("views/masks.py")
+    monkeypatch.setattr(tables, "summary_text", lambda *a, **k: texts.append(a) or real_text(*a, **k))
+    at.run()
+    assert not at.exception
+    assert texts == []
+    assert {"scores", "weights", "fill_weights", "gradient", "table", "dataframe"} <= set(handed)
+    for name, frames in handed.items():
+        half = len(frames) // 2
+        assert len(frames) == 2 * half and all(a is b for a, b in zip(frames[:half], frames[half:], strict=True)), name
