@@ -1,6 +1,6 @@
 """What the page "Watch an induction head form" costs: one Train click, and its warm reruns.
 
-    python -m tools.induction_bench click 600 0   # in a fresh process: seconds of each model, peak RSS growth (JSON)
+    python -m tools.induction_bench click 400 0   # in a fresh process: seconds of each model, peak RSS growth (JSON)
     python -m tools.induction_bench rerun         # warm rerun CPU of the plain and the trained view (JSON lines)
 
 Recorded in benchmarks/induction_page.md.
@@ -63,7 +63,7 @@ def _summary(view: str, out: dict) -> dict:
 
 
 def trained_reruns() -> dict:
-    """A 600-step click of seed 0 on the shelf, then each control of the trained view set, set back, set again.
+    """The default click of seed 0 on the shelf, then each control of the trained view set, set back, set again.
     (tools.page_rerender's loop cannot: the snapshot slider it lists is gone once it has changed the steps.)"""
     from streamlit.testing.v1 import AppTest
 
@@ -73,7 +73,8 @@ def trained_reruns() -> dict:
     from tools.page_rerender import ROOT, RUN_CPU
 
     with one_thread():
-        training.results().put(("induction", 600, 0), tables.train_pair(tables.pair_config(600, 0)))
+        pair = tables.train_pair(tables.pair_config(tables.DEFAULT_STEPS, 0))
+        training.results().put(("induction", tables.DEFAULT_STEPS, 0), pair)
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)
     at.switch_page("views/induction.py")
     at.run()
@@ -98,7 +99,7 @@ def trained_reruns() -> dict:
             run(what)
         getattr(at, kind)(key=key).set_value(back)
         run("warm")
-    return _summary("trained (600 steps): snapshot, maps, knockout, mode", out)
+    return _summary(f"trained ({tables.DEFAULT_STEPS} steps): snapshot, maps, knockout, mode", out)
 
 
 def main() -> None:

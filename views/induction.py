@@ -29,15 +29,24 @@ MAPS = ("two:0", "two:1", "one:0")  # which model's layer the probe maps show
 names = td("induction.names")
 
 
-@st.cache_resource(max_entries=16, show_spinner=False)
+# Kept for the whole server in stores, not with st.cache_*: a decorator written in the page runs with it on every
+# rerun, making the cached function again and reading its source.
+_untrained = store("induction.untrained", 16)  # per entry two step-0 models: well under a megabyte
+
+
 def untrained(steps, seed_value):
     """Both models as initialised (step-0 snapshots, no update): what a plain view shows, shared, read-only."""
-    return tables.untrained_pair(tables.pair_config(steps, seed_value))
+    return _untrained.get_once(
+        (steps, seed_value), lambda: tables.untrained_pair(tables.pair_config(steps, seed_value))
+    )
+
+
+_tables = store("induction.tables", 128)  # a run's frames: curves, grids, maps (<= 0.3 MB each), knockouts
 
 
 def kept(what: str, run_id: tuple, build):
     """build() once per run and input for the whole server (results are read, never changed)."""
-    return store("induction", 256).get_once((what, *run_id), build)
+    return _tables.get_once((what, *run_id), build)
 
 
 def play(run_id, first_step, last_step) -> None:
@@ -206,7 +215,8 @@ predict_first(t("induction.question"), t("induction.answer"))
 
 with st.container(border=True):
     c1, c2 = st.columns([4, 1], vertical_alignment="bottom")
-    steps = controls.select_slider(t("induction.controls.steps"), list(tables.STEPS), 600, key="ind_steps", where=c1)
+    steps_label = t("induction.controls.steps")
+    steps = controls.select_slider(steps_label, list(tables.STEPS), tables.DEFAULT_STEPS, key="ind_steps", where=c1)
     train = t("induction.controls.train")
     clicked = c2.button(train, type="primary", icon=":material/model_training:", key="ind_train")
     st.caption(t("induction.controls_caption"))

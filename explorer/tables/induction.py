@@ -30,6 +30,7 @@ from attn_core.learn.threads import one_thread
 from explorer.tables.learning import TooMuchWork
 
 STEPS = (40, 100, 200, 300, 400, 600, 800, 1000)
+DEFAULT_STEPS = InductionConfig().steps  # the library's measured recipe (400): an induction head forms by then
 MODELS = ("two", "one")  # the 2-layer model, then the 1-layer one beside it
 LAYERS = {"two": 2, "one": 1}
 SPLITS = ("first_seen", "repeated")  # split_losses' keys the page draws ("all" is in the tables)
@@ -41,7 +42,8 @@ SNAPSHOTS = 30  # about this many per run: enough to see the phase change, few e
 # separates them with room on both sides; the page states the threshold beside every verdict.
 FORMED = 0.3
 # One click trains both models. Measured with one torch thread on the shared 2-core machine (load ~12, see
-# benchmarks/induction_page.md): 600 steps 13 s of CPU (36 s wall), 1000 steps, the page's largest, 22 s (60 s).
+# benchmarks/induction_page.md): 400 steps (the default) 8.6 s of CPU, 1000 steps, the page's largest, 22-24 s
+# (60-71 s of wall time on the busy machine).
 # The cap leaves room for that and refuses anything larger (no control asks for more today).
 PAGE_MAX_WORK_FACTOR = 1.5  # times the work of the pair at the page's largest step count
 TIME_BUDGET_S = 90.0  # wall-clock for the pair: a click still training after this stops and shows what it has
@@ -85,8 +87,8 @@ def memory_mb(pair: Pair) -> float:
     """What one click may add to the server's resident memory at its peak, in MiB: each model's parameters with
     their gradients and Adam's two moments, the activations of a batch (attention maps dominate), and the
     snapshots kept (probe maps in fp16), above a small base. Measured peak growth of a click (one torch thread, after
-    the server's warm-up): 9.1-13.7 MiB at 600 steps, 12.6-14.6 MiB at 1000; this gives 23 MiB for both
-    (benchmarks/induction_page.md): 1.6-2.6 times as much."""
+    the server's warm-up): 9.1-15.7 MiB at 400-1000 steps; this gives 23 MiB for each (benchmarks/
+    induction_page.md): 1.5-2.6 times as much."""
     total = 0.0
     for cfg in pair:
         d, n = cfg.d_model, cfg.seq_len

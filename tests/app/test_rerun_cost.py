@@ -12,6 +12,7 @@ PAGES = [
     "views/learning_scale.py",
     "views/learning.py",
     "views/masks.py",
+    "views/induction.py",
 ]
 
 
