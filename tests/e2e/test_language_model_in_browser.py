@@ -1,0 +1,37 @@
+"""Inside a small language model, in a browser: typed text is read by the model and drawn, hostile text is refused
+as plain words (never as markup)."""
+
+import pytest
+from browser_helpers import wait_for_app
+
+pytestmark = pytest.mark.e2e
+
+
+def type_text(page, text: str) -> None:
+    page.get_by_text("your own text").click()
+    wait_for_app(page)
+    box = page.get_by_label("your text (at most 80 characters)", exact=True)
+    box.fill(text)
+    box.press("Enter")
+    wait_for_app(page)
+
+
+def test_typed_text_is_drawn_and_put_in_the_address(server, page):
+    page.goto(f"{server}/language_model")
+    wait_for_app(page)
+    type_text(page, "spam and eggs. spam and eggs.")
+    page.wait_for_selector('[data-testid="stVegaLiteChart"] canvas, [data-testid="stVegaLiteChart"] svg')
+    assert page.locator('[data-testid="stVegaLiteChart"]').count() == 6
+    assert page.locator('[data-testid="stAlert"]').filter(has_text="cannot read").count() == 0
+    assert "lm_text=spam" in page.url
+
+
+def test_hostile_text_is_refused_in_words(server, page):
+    page.goto(f"{server}/language_model")
+    wait_for_app(page)
+    type_text(page, "<img src=x onerror=alert(1)> 注意")
+    warning = page.locator('[data-testid="stAlert"]').filter(has_text="cannot read")
+    assert warning.count() == 1
+    assert "U+6CE8" in warning.inner_text()
+    assert page.locator("img[src=x]").count() == 0
+    assert page.locator('[data-testid="stVegaLiteChart"]').count() == 0
