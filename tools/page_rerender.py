@@ -15,7 +15,9 @@ a random valid value ("first": the first visit to that value may compute), set b
 set to the new one again (both "warm": what the class asks for once one student has asked). Per run it reads
 the CPU time of the script thread, measured by app.py itself (`time.thread_time()` from its first line to its
 last), so AppTest's own work (protobuf parsing, element tree) is not counted; wall time is printed beside it.
-Prints per page the median and p90 of the warm runs' CPU, the median of the first visits' CPU, and wall medians.
+Prints per page the median and p90 of the warm runs' CPU, the median of the first visits' CPU, and wall medians,
+and how many times a control listed at a round's start was gone at its turn (an earlier change removed it: the
+induction page's snapshot slider once the steps change) and was skipped.
 """
 
 from __future__ import annotations
@@ -60,14 +62,30 @@ def _run(at: AppTest, path: str, what: str) -> tuple[float, float]:
 
 
 def measure(path: str, rounds: int, seed: int) -> dict[str, list[float]]:
-    rng = random.Random(seed)
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)
     at.switch_page(path)
     at.run()
-    out = {"first_cpu": [], "first_wall": [], "warm_cpu": [], "warm_wall": []}
+    return _drive(at, path, rounds, random.Random(seed))
+
+
+def _find(at: AppTest, key: str):
+    """The control `key` of the page as last drawn, or None if that run did not draw it."""
+    return next((w for _, w in controls(at) if w.key == key), None)
+
+
+def _drive(at: AppTest, path: str, rounds: int, rng: random.Random) -> dict:
+    """Each control listed at a round's start, in turn: set, set back, set again. A control is looked up again
+    before each change: a widget object from an earlier run is stale (a value set on it is not sent), and a control
+    that an earlier change removed (the induction page's snapshot slider once the steps change) is skipped and
+    counted."""
+    out = {"first_cpu": [], "first_wall": [], "warm_cpu": [], "warm_wall": [], "gone": 0}
     for _ in range(rounds):
-        for kind, widget in list(controls(at)):
-            key, before = widget.key, widget.value
+        for kind, key in [(kind, widget.key) for kind, widget in controls(at)]:
+            widget = _find(at, key)
+            if widget is None:
+                out["gone"] += 1
+                continue
+            before = widget.value
             if not set_random(kind, widget, rng):
                 continue
             after = widget.value
@@ -75,8 +93,9 @@ def measure(path: str, rounds: int, seed: int) -> dict[str, list[float]]:
             out["first_cpu"].append(cpu)
             out["first_wall"].append(wall)
             for value in (before, after):  # back and forth: both states were computed once already
-                found = next((w for k, w in controls(at) if w.key == key), None)
-                if found is None:
+                found = _find(at, key)
+                if found is None:  # its own change removed it
+                    out["gone"] += 1
                     break
                 found.set_value(value)
                 cpu, wall = _run(at, path, f"setting {key} again")
@@ -118,19 +137,30 @@ async def _measure_ws(url: str, path: str, rounds: int, seed: int, log: pathlib.
             out["sections"][0] += all(k == "fragment" for k, _ in lines)
             out["sections"][1] += 1
 
-        for _ in range(rounds):
-            for wid in sorted(session.controls):
-                if wid not in session.controls:  # gone after an earlier change (a control that depends on another)
-                    continue
-                before, picked = session.current(wid), session.pick_value(wid, rng)
-                if picked is None:
-                    continue
-                after = picked[1]
-                await one(after, "first")
-                for state in (before, after):  # back and forth: both values were computed once already
-                    if wid in session.controls:
-                        await one(state, "warm")
+        out["gone"] = await _drive_ws(session, rounds, rng, one)
     return out
+
+
+async def _drive_ws(session: WsSession, rounds: int, rng: random.Random, one) -> int:
+    """Each control listed at a round's start, in turn: `one(state, "first")`, then back and forth ("warm").
+    A control that an earlier change removed (a control that depends on another) is skipped; how many, returned."""
+    gone = 0
+    for _ in range(rounds):
+        for wid in sorted(session.controls):
+            if wid not in session.controls:
+                gone += 1
+                continue
+            before, picked = session.current(wid), session.pick_value(wid, rng)
+            if picked is None:
+                continue
+            after = picked[1]
+            await one(after, "first")
+            for state in (before, after):  # back and forth: both values were computed once already
+                if wid not in session.controls:  # its own change removed it
+                    gone += 1
+                    break
+                await one(state, "warm")
+    return gone
 
 
 def main() -> None:
@@ -144,7 +174,7 @@ def main() -> None:
     if args.client == "ws":
         print(
             "| page | warm runs | section runs | warm CPU median ms | warm CPU p90 ms | first-visit CPU median ms "
-            "| warm wall median ms | first-visit wall median ms |\n| --- |" + " ---: |" * 7
+            "| warm wall median ms | first-visit wall median ms | controls gone, skipped |\n| --- |" + " ---: |" * 8
         )
         with tempfile.TemporaryDirectory() as folder:
             log = pathlib.Path(folder) / "runs.log"
@@ -153,7 +183,7 @@ def main() -> None:
                 for path in args.pages:
                     m = asyncio.run(_measure_ws(server.url, path, args.rounds, args.seed, log))
                     if not m["warm_cpu"]:
-                        print(f"| {path} | 0 | - | - | - | - | - | - |")
+                        print(f"| {path} | 0 | - | - | - | - | - | - | {m['gone']} |")
                         continue
                     alone, total = m["sections"]
                     if m["unlogged"]:
@@ -161,22 +191,22 @@ def main() -> None:
                     print(
                         f"| {path} | {len(m['warm_cpu'])} | {alone} of {total} | {med(m['warm_cpu']):.1f} "
                         f"| {_p90(m['warm_cpu']):.1f} | {med(m['first_cpu']):.1f} | {med(m['warm_wall']):.0f} "
-                        f"| {med(m['first_wall']):.0f} |",
+                        f"| {med(m['first_wall']):.0f} | {m['gone']} |",
                         flush=True,
                     )
         return
     print(
         "| page | warm runs | warm CPU median ms | warm CPU p90 ms | first-visit CPU median ms "
-        "| warm wall median ms | first-visit wall median ms |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: |"
+        "| warm wall median ms | first-visit wall median ms | controls gone, skipped |\n| --- |" + " ---: |" * 7
     )
     for path in args.pages:
         m = measure(path, args.rounds, args.seed)
         if not m["warm_cpu"]:
-            print(f"| {path} | 0 | - | - | - | - | - |")
+            print(f"| {path} | 0 | - | - | - | - | - | {m['gone']} |")
             continue
         print(
             f"| {path} | {len(m['warm_cpu'])} | {med(m['warm_cpu']):.1f} | {_p90(m['warm_cpu']):.1f} "
-            f"| {med(m['first_cpu']):.1f} | {med(m['warm_wall']):.0f} | {med(m['first_wall']):.0f} |",
+            f"| {med(m['first_cpu']):.1f} | {med(m['warm_wall']):.0f} | {med(m['first_wall']):.0f} | {m['gone']} |",
             flush=True,
         )
 
