@@ -34,7 +34,9 @@ def _cpu() -> str:
 
 def _pc(result: InductionResult) -> int | None:
     snaps = result.snapshots
-    return phase_change([s.step for s in snaps], [s.losses["repeated"] for s in snaps])
+    return phase_change(
+        [s.step for s in snaps], [s.losses["repeated"] for s in snaps], [s.losses["first_seen"] for s in snaps]
+    )
 
 
 def _best(grid: np.ndarray, layer: int | None = None) -> tuple[int, int, float]:

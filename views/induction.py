@@ -71,8 +71,9 @@ def loss_section(pair, run_id, step) -> None:
     with right:
         formula(
             r"\begin{gathered}\mathcal{L}_{\text{rep}}=-\frac{1}{|R|}\sum_{i\in R}\log p_\theta(x_{i+1}\mid x_{\le i})"
-            r"\\ R=\{i:\ \exists\, j<i,\ (x_j,x_{j+1})=(x_i,x_{i+1})\}\end{gathered}",
-            t("induction.loss_caption"),
+            r"\\ R=\{i:\ \exists\, j<i,\ (x_j,x_{j+1})=(x_i,x_{i+1})\}"
+            r"\\ \text{gap}=\mathcal{L}_{\text{first}}-\mathcal{L}_{\text{rep}}\end{gathered}",
+            t("induction.loss_caption", min_rise=tables.PHASE_RISE),
         )
 
 
@@ -82,8 +83,9 @@ def phase_caption(phases, falls) -> str:
         if phases[model] is None:
             parts.append(t("induction.phase_none", model=names[model]))
         else:
-            before, after = falls[model]
-            parts.append(t("induction.phase_found", model=names[model], step=phases[model], before=before, after=after))
+            before, after, first_before, first_after = falls[model]
+            found = dict(before=before, after=after, first_before=first_before, first_after=first_after)
+            parts.append(t("induction.phase_found", model=names[model], step=phases[model], **found))
     return " ".join(parts)
 
 

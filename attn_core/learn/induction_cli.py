@@ -68,9 +68,11 @@ def _row(s: InductionSnapshot) -> str:
 
 def _print_summary(result: InductionResult, mode: str) -> None:
     snaps = result.snapshots
-    step = phase_change([s.step for s in snaps], [s.losses["repeated"] for s in snaps]) if len(snaps) > 1 else None
+    curves = ([s.step for s in snaps], [s.losses["repeated"] for s in snaps], [s.losses["first_seen"] for s in snaps])
+    step = phase_change(*curves) if len(snaps) > 1 else None
     print(
-        f"\nphase change (steepest sustained fall of the repeated-token loss): {step if step is not None else 'none'}"
+        "\nphase change (the repeated-token loss falls away from the first-seen loss): "
+        f"{step if step is not None else 'none'}"
     )
     print(f"trained in {result.seconds:.1f} s wall, {result.cpu_seconds:.1f} s CPU (one thread)")
     final = snaps[-1]

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from attn_core.learn.induction import (
+    PHASE_MIN_RISE,
     InductionConfig,
     InductionResult,
     InductionSnapshot,
@@ -36,6 +37,7 @@ LAYERS = {"two": 2, "one": 1}
 SPLITS = ("first_seen", "repeated")  # split_losses' keys the page draws ("all" is in the tables)
 GRID_SCORES = ("previous_token", "induction", "duplicate_token", "first_token")  # shares of weight, 0..1
 MODES = ("zero", "mean")
+PHASE_RISE = PHASE_MIN_RISE  # nats the loss gap must open for a phase change; the loss caption states it
 SNAPSHOTS = 30  # about this many per run: enough to see the phase change, few enough to play through
 # Above this score a head is called an induction (previous-token) head on the page. The untrained models score
 # below 0.1 on both, and trained 2-layer runs above 0.5 (attn_core's tests and the issue's measurements), so 0.3
@@ -160,17 +162,19 @@ def loss_curves(pair: Pair) -> pd.DataFrame:
 
 
 def phase_changes(pair: Pair) -> dict[str, int | None]:
-    """{model: the step of the repeated-token loss's steepest sustained fall (attn_core's phase_change), or None}."""
+    """{model: the step where its repeated-token loss falls away from its first-seen loss (attn_core's phase_change),
+    or None}."""
     found = {}
     for model, result in zip(MODELS, pair, strict=True):
         steps = run_steps(result)
-        found[model] = phase_change(steps, [s.losses["repeated"] for s in result.snapshots]) if len(steps) > 2 else None
+        curves = [[s.losses[split] for s in result.snapshots] for split in ("repeated", "first_seen")]
+        found[model] = phase_change(steps, *curves) if len(steps) > 2 else None
     return found
 
 
-def phase_falls(pair: Pair) -> dict[str, tuple[float, float] | None]:
-    """{model: (repeated-token loss before, after) its phase change, or None}: the snapshots a twentieth of the run
-    before and after the step (phase_change looks for the fall within a tenth of the run)."""
+def phase_falls(pair: Pair) -> dict[str, tuple[float, float, float, float] | None]:
+    """{model: (repeated-token loss before, after, first-seen loss before, after) its phase change, or None}: the
+    snapshots a twentieth of the run before and after the step (phase_change looks within a tenth of the run)."""
     falls = {}
     for model, step in phase_changes(pair).items():
         result = getattr(pair, model)
@@ -179,9 +183,9 @@ def phase_falls(pair: Pair) -> dict[str, tuple[float, float] | None]:
             falls[model] = None
             continue
         half = (steps[-1] - steps[0]) / 20
-        before = result.snapshots[index_at(result, step - half)].losses["repeated"]
-        after = result.snapshots[min(len(steps) - 1, int(np.searchsorted(steps, step + half)))].losses["repeated"]
-        falls[model] = (before, after)
+        before = result.snapshots[index_at(result, step - half)].losses
+        after = result.snapshots[min(len(steps) - 1, int(np.searchsorted(steps, step + half)))].losses
+        falls[model] = (before["repeated"], after["repeated"], before["first_seen"], after["first_seen"])
     return falls
 
 

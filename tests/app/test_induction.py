@@ -72,11 +72,13 @@ def test_train_move_the_slider_play_and_the_notice_follows_the_numbers():
         if phases[model] is None:
             assert f"{name}: no phase change" in caption
         else:
-            before, after = falls[model]
+            before, after, first_before, first_after = falls[model]
+            assert f"{name}: the phase change, where the repeated-token loss falls away" in caption
             assert (
-                f"{name}: the steepest" in caption
-                and f"at step {phases[model]}: from {before:.2f} to {after:.2f}" in caption
+                f"at step {phases[model]}: around it the repeated-token loss goes from {before:.2f} to {after:.2f}"
+                in caption
             )
+            assert f"the first-seen loss from {first_before:.2f} to {first_after:.2f}" in caption
     at.button(key="ind_play").click().run()  # from the first snapshot, one step on per tick
     assert_clean(at)
     assert at.select_slider(key="ind_snapshot").value == steps[1]
