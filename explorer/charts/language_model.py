@@ -14,6 +14,10 @@ import pandas as pd
 from explorer.charts.common import HEIGHT, label_expr
 
 REPEATED_COLORS = {"repeated": "#1b9e77", "first_seen": "#d95f02"}
+# A single view given no autosize gets Streamlit's {"type": "fit", "contains": "padding"}: title, axes and legend
+# are squeezed into the given height, so a two-line title in a narrow column left the plot about a third of it
+# (and a horizontal band scale too little room for its bars). fit-x stretches the width only; the height is the plot's.
+FIT_X = alt.AutoSizeParams(type="fit-x", contains="padding")
 
 
 def layer_maps(cells: pd.DataFrame, n: int, text: Mapping[str, str]):
@@ -94,7 +98,7 @@ def entropy_bars(heads: pd.DataFrame, text: Mapping[str, str]):
         .mark_rule(color="#444444", strokeDash=[5, 3])
         .encode(y="uniform_entropy:Q", tooltip=[alt.Tooltip("uniform_entropy:Q", title=text["uniform"], format=".2f")])
     )
-    return (bars + uniform).properties(title=text["title"], height=HEIGHT - 60)
+    return (bars + uniform).properties(title=text["title"], height=HEIGHT - 60, autosize=FIT_X)
 
 
 def position_losses(df: pd.DataFrame, names: Mapping[str, str], text: Mapping[str, str]):
@@ -124,7 +128,7 @@ def position_losses(df: pd.DataFrame, names: Mapping[str, str], text: Mapping[st
                 alt.Tooltip("loss:Q", title=text["y"], format=".2f"),
             ],
         )
-        .properties(title=text["title"], height=HEIGHT - 80)
+        .properties(title=text["title"], height=HEIGHT - 80, autosize=FIT_X)
     )
 
 
@@ -141,5 +145,5 @@ def next_bars(df: pd.DataFrame, text: Mapping[str, str]):
                 alt.Tooltip("probability:Q", title=text["x"], format=".3f"),
             ],
         )
-        .properties(title=text["title"], height=HEIGHT - 80)
+        .properties(title=text["title"], height=HEIGHT - 80, autosize=FIT_X)
     )

@@ -4,6 +4,8 @@ as plain words (never as markup)."""
 import pytest
 from browser_helpers import wait_for_app
 
+from explorer.charts.common import HEIGHT
+
 pytestmark = pytest.mark.e2e
 
 
@@ -24,6 +26,9 @@ def test_typed_text_is_drawn_and_put_in_the_address(server, page):
     assert page.locator('[data-testid="stVegaLiteChart"]').count() == 6
     assert page.locator('[data-testid="stAlert"]').filter(has_text="cannot read").count() == 0
     assert "lm_text=spam" in page.url
+    # the plot keeps the spec's height (HEIGHT - 80) with the title and axes added, not squeezed into it
+    for chart in page.locator('[data-testid="stVegaLiteChart"]').all()[-2:]:
+        assert chart.bounding_box()["height"] > HEIGHT - 80 + 60
 
 
 def test_hostile_text_is_refused_in_words(server, page):
