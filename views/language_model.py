@@ -8,13 +8,8 @@ from explorer.ui import state as controls
 from explorer.ui.frame import chart, formula, friendly_errors, header, literal, notice, predict_first, spec_of, table
 from explorer.ui.i18n import t, td, tl
 
-DEFAULT_TEXT = "the cat sat on the mat. the cat sat on the mat."
-# Texts a class can start from (the model reads English characters, so they stay English in every language)
-EXAMPLES = {
-    "repeat": DEFAULT_TEXT,
-    "code": "def area(r): return 3.14 * r * r; def area(r): return 3.14 * r * r",
-    "plain": "A list is a mutable sequence, and a tuple is an immutable one.",
-}
+EXAMPLES = tables.EXAMPLES
+DEFAULT_TEXT = EXAMPLES["repeat"]
 OWN = "own"
 SECTIONS = tuple(f"language_model.sections.{k}" for k in ("maps", "heads", "next", "large"))
 
@@ -41,6 +36,21 @@ def read_text(text: str) -> str | None:
     message = t(f"language_model.problems.{kind}", **{k: literal(v) for k, v in fields.items()})
     st.warning(t("language_model.bad_text") + " " + message, icon=":material/error:")
     return None
+
+
+def reaches(value: float, score: str) -> bool:
+    """Whether `value` earns `score`'s role: its derived threshold exists and the value reaches it."""
+    threshold = tables.thresholds()[score]
+    return threshold is not None and value >= threshold
+
+
+def roles_caption(roles: dict[str, str]) -> None:
+    """The derived thresholds in the order roles are given, and the scores that name no head."""
+    found = {k: v for k, v in tables.thresholds().items() if v is not None}
+    shown = ", ".join(f"{roles[k]} ≥ {v:.2f}" for k, v in found.items())
+    none = ", ".join(roles[k] for k, v in tables.thresholds().items() if v is None) or "—"
+    sizes = tables.calibration_sizes()
+    st.caption(t("language_model.roles_caption", thresholds=shown, none=none, **sizes))
 
 
 def strongest(heads, score: str) -> tuple[str, float]:
@@ -77,8 +87,7 @@ def heads_section(text: str) -> None:
         )
         formula(r"\mathrm{first}_h=\frac{1}{n-1}\sum_{i\ge1}A^h_{i,0}")
         formula(r"H_h=\frac{1}{n-1}\sum_{i\ge1}-\sum_{j\le i}A^h_{ij}\ln A^h_{ij}", t("language_model.entropy_caption"))
-        thresholds = ", ".join(f"{roles[k]} ≥ {v:g}" for k, v in tables.charlm.ROLE_THRESHOLDS.items())
-        st.caption(t("language_model.roles_caption", thresholds=thresholds))
+        roles_caption(roles)
     e_left, e_right = st.columns([3, 2])
     text_e = td("language_model.charts.entropy")
     chart(
@@ -119,12 +128,12 @@ def what_to_notice(text: str) -> list[str]:
     heads = head_table(text)
     points = []
     prev_name, prev = strongest(heads, "previous_token")
-    strong = prev >= tables.charlm.ROLE_THRESHOLDS["previous_token"]
+    strong = reaches(prev, "previous_token")
     points.append(t(f"language_model.notice_{'prev' if strong else 'no_prev'}", head=prev_name, value=prev))
     ind_name, ind = strongest(heads, "induction")
     if math.isnan(float(heads["induction"].max())):
         points.append(t("language_model.notice_no_repeat"))
-    elif ind >= tables.charlm.ROLE_THRESHOLDS["induction"]:
+    elif reaches(ind, "induction"):
         points.append(t("language_model.notice_induction", head=ind_name, value=ind))
     else:
         points.append(t("language_model.notice_weak_induction", head=ind_name, value=ind))
@@ -142,9 +151,12 @@ def large_models(text: str) -> None:
     sink_name, sink = strongest(heads, "first_token")
     uniform = tables.uniform_first_token(len(text))
     ind = heads["induction"].max()
-    kind = "sink_yes" if sink >= tables.charlm.ROLE_THRESHOLDS["first_token"] else "sink_no"
     st.markdown("\n".join(f"- {p}" for p in tl("language_model.large_documented")))
-    ours = [t(f"language_model.{kind}", head=sink_name, value=sink, uniform=uniform)]
+    if reaches(sink, "first_token"):
+        ours = [t("language_model.sink_yes", head=sink_name, value=sink, uniform=uniform)]
+    else:
+        low, high = tables.head_range("first_token", sink_name)
+        ours = [t("language_model.sink_no", head=sink_name, value=sink, uniform=uniform, low=low, high=high)]
     if not math.isnan(float(ind)):
         ours.append(t("language_model.large_induction", value=float(ind)))
     st.caption(t("language_model.large_caption"))

@@ -311,28 +311,61 @@ def probe_scores(model) -> dict[str, torch.Tensor]:
 
 
 # A head is named by the first of these scores that reaches its threshold (in this order); "mixed" if none does.
-# 0.5: at least half of each query's weight lands where the score looks, several times what a uniform row
-# gives on the texts the page allows (about 1/(i+1) on one key).
-ROLE_THRESHOLDS = {
-    "induction": 0.5,
-    "previous_token": 0.5,
-    "first_token": 0.5,
-    "duplicate_token": 0.5,
-    "local": 0.7,
-}
-ROLES = (*ROLE_THRESHOLDS, "mixed")
+ROLE_ORDER = ("induction", "previous_token", "first_token", "duplicate_token", "local")
+ROLES = (*ROLE_ORDER, "mixed")
 
 
-def head_roles(scores: dict[str, torch.Tensor]) -> list[list[str]]:
-    """[layer][head] -> the role its scores earn (ROLE_THRESHOLDS; a NaN score, undefined on the text, earns none)."""
+def split_threshold(values) -> float | None:
+    """Where a score's values split into a low and a high group that stand apart, else None.
+
+    The split is Otsu's (the one that maximises the between-group variance); it counts only if the empty stretch
+    between the groups is wider than every stretch inside either group, so a continuum is never cut in two. The
+    threshold is halfway across that stretch. NaN values (a score undefined on a text) are left out.
+    """
+    v = torch.as_tensor(values, dtype=torch.float64).flatten()
+    v = v[~v.isnan()].sort().values
+    if len(v) < 3:
+        return None
+    k = torch.arange(1, len(v), dtype=torch.float64)
+    low = v.cumsum(0)[:-1] / k
+    high = (v.sum() - v.cumsum(0)[:-1]) / (len(v) - k)
+    cut = int((k * (len(v) - k) * (low - high) ** 2).argmax()) + 1  # v[:cut] low, v[cut:] high
+    steps = v.diff()
+    inside = torch.cat([steps[: cut - 1], steps[cut:]])
+    gap = float(steps[cut - 1])
+    if gap <= 0 or (len(inside) and gap <= float(inside.max())):
+        return None
+    return float(v[cut - 1] + v[cut]) / 2
+
+
+def calibration_scores(model, texts=()) -> dict[str, torch.Tensor]:
+    """{score: every head's value on each probe phrase and each of `texts`}, flattened: what thresholds come from."""
+    rows = [probe_tokens()[i : i + 1] for i in range(len(PROBE_PHRASES))] + [encode(t)[None] for t in texts]
+    parts: dict[str, list[torch.Tensor]] = {}
+    with torch.no_grad():
+        for tokens in rows:
+            _, weights = model(tokens)
+            for name, value in scores_of(weights, tokens).items():
+                parts.setdefault(name, []).append(value.flatten())
+    return {name: torch.cat(parts[name]) for name in ROLE_ORDER}
+
+
+def derived_thresholds(model, texts=()) -> dict[str, float | None]:
+    """{score: split_threshold of the model's calibration_scores}: None where no group of heads stands apart."""
+    return {name: split_threshold(values) for name, values in calibration_scores(model, texts).items()}
+
+
+def head_roles(scores: dict[str, torch.Tensor], thresholds: dict[str, float | None]) -> list[list[str]]:
+    """[layer][head] -> the role its scores earn (a NaN score, undefined on the text, or a None threshold: none)."""
     layers, heads = scores["previous_token"].shape
-    return [[_role(scores, layer, head) for head in range(heads)] for layer in range(layers)]
+    return [[_role(scores, thresholds, layer, head) for head in range(heads)] for layer in range(layers)]
 
 
-def _role(scores, layer: int, head: int) -> str:
-    for name, threshold in ROLE_THRESHOLDS.items():
+def _role(scores, thresholds, layer: int, head: int) -> str:
+    for name in ROLE_ORDER:
+        threshold = thresholds.get(name)
         value = float(scores[name][layer, head])
-        if value == value and value >= threshold:  # NaN fails
+        if threshold is not None and value == value and value >= threshold:  # NaN fails
             return name
     return "mixed"
 

@@ -21,12 +21,53 @@ SHOWN_WEIGHT = 0.01  # map cells below this are left out of the chart (blank = a
 TOP = 5  # next-character candidates shown
 SCORE_COLUMNS = ("previous_token", "induction", "duplicate_token", "first_token", "local")
 VISIBLE = {" ": "␣", "\n": "⏎"}
+# Texts a class can start from (the model reads English characters, so they stay English in every language). With
+# the probe phrases they are also what the role thresholds are derived from (thresholds()).
+EXAMPLES = {
+    "repeat": "the cat sat on the mat. the cat sat on the mat.",
+    "code": "def area(r): return 3.14 * r * r; def area(r): return 3.14 * r * r",
+    "plain": "A list is a mutable sequence, and a tuple is an immutable one.",
+}
 
 
 @functools.cache
 def shipped():
     """(model, checkpoint entries): loaded once per process."""
     return charlm.load_checkpoint(CHECKPOINT)
+
+
+@functools.cache
+def calibration() -> dict[str, torch.Tensor]:
+    """Every head's scores on the probe phrases and EXAMPLES (charlm.calibration_scores), once per process."""
+    return charlm.calibration_scores(shipped()[0], EXAMPLES.values())
+
+
+@functools.cache
+def thresholds() -> dict[str, float | None]:
+    """Each score's role threshold, derived from calibration() (charlm.split_threshold); None: no group of heads
+    stands apart on that score, so it names no head."""
+    return {name: charlm.split_threshold(values) for name, values in calibration().items()}
+
+
+def calibration_sizes() -> dict[str, int]:
+    """How many values each threshold comes from: heads x (probe phrases + examples)."""
+    model = shipped()[0]
+    heads = model.layers * model.num_heads
+    return {
+        "heads": heads,
+        "phrases": len(charlm.PROBE_PHRASES),
+        "examples": len(EXAMPLES),
+        "values": heads * (len(charlm.PROBE_PHRASES) + len(EXAMPLES)),
+    }
+
+
+def head_range(score: str, name: str) -> tuple[float, float]:
+    """(lowest, highest) of head `name` ('layer.head', 1-based) on `score` over the probe phrases and EXAMPLES."""
+    model = shipped()[0]
+    layer, head = (int(x) - 1 for x in name.split("."))
+    values = calibration()[score].reshape(-1, model.layers, model.num_heads)[:, layer, head]
+    values = values[~values.isnan()]
+    return float(values.min()), float(values.max())
 
 
 def model_summary() -> dict:
@@ -109,7 +150,7 @@ def layers() -> int:
 def head_table(text: str) -> pd.DataFrame:
     """One row per head: layer, head (1-based), its scores on the text, entropy, the uniform entropy, its role."""
     r = _read(text)
-    roles = charlm.head_roles(r.scores)
+    roles = charlm.head_roles(r.scores, thresholds())
     n_layers, n_heads = r.scores["entropy"].shape
     uniform = uniform_entropy(len(text))
     rows = []

@@ -1,5 +1,7 @@
 """Inside a small language model: the shipped checkpoint read on typed text, good and hostile, in both languages."""
 
+import json
+
 import pytest
 from app_helpers import assert_clean, metric, open_link
 
@@ -89,3 +91,26 @@ def test_an_unreadable_character_is_named_by_its_code_point():
     assert_clean(at)
     shown = warning_text(at).replace("\\", "")  # Markdown escapes, as literal() writes them
     assert "U+00E9" in shown and "U+202E" in shown
+
+
+def test_fixed_height_charts_keep_their_plot_height(open_page):
+    # Streamlit gives a single view without autosize {"type": "fit"}: title, axes and legend squeezed into the
+    # spec's height (in Chromium the next-character plots drew at about a third of it)
+    at = open_page(PAGE)
+    for element in at.get("vega_lite_chart"):
+        spec = json.loads(element.proto.spec)
+        if isinstance(spec.get("height"), int | float) and "facet" not in spec:
+            assert spec["autosize"]["type"] != "fit", spec.get("title")
+
+
+def test_the_roles_caption_gives_the_derived_thresholds(open_page):
+    at = open_page(PAGE)
+    caption = next(c.value for c in at.caption if c.value.startswith("A head is named"))
+    thresholds = tables.thresholds()
+    assert f"induction ≥ {thresholds['induction']:.2f}" in caption
+    assert f"previous token ≥ {thresholds['previous_token']:.2f}" in caption
+    assert f"{tables.calibration_sizes()['values']} values" in caption
+    words = {"first_token": "first-token sink", "duplicate_token": "duplicate token"}
+    unnamed = [words[k] for k, v in thresholds.items() if v is None and k in words]
+    assert all(w in caption.rsplit(":", 1)[1] for w in unnamed)
+    assert not set(unnamed) & set(at.dataframe[0].value["role"])

@@ -146,9 +146,29 @@ def test_read_returns_maps_scores_and_losses_of_the_text():
 
 
 def test_roles_follow_the_thresholds_in_order():
-    scores = {name: torch.zeros(1, 3) for name in charlm.ROLE_THRESHOLDS}
+    scores = {name: torch.zeros(1, 3) for name in charlm.ROLE_ORDER}
     scores["previous_token"][0, 0] = 0.9
     scores["induction"][0, 1] = 0.9
     scores["previous_token"][0, 1] = 0.9  # induction comes first
     scores["induction"][0, 2] = float("nan")  # undefined: earns nothing
-    assert charlm.head_roles(scores) == [["previous_token", "induction", "mixed"]]
+    scores["first_token"][0, 2] = 0.9  # no threshold for it: earns nothing
+    thresholds = {"induction": 0.5, "previous_token": 0.5, "first_token": None}
+    assert charlm.head_roles(scores, thresholds) == [["previous_token", "induction", "mixed"]]
+
+
+def test_a_threshold_splits_two_separate_groups_halfway_across_the_gap():
+    values = [0.02, 0.05, 0.04, 0.1, float("nan"), 0.6, 0.7, 0.65]
+    assert charlm.split_threshold(values) == pytest.approx((0.1 + 0.6) / 2)
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        [0.1 * i for i in range(10)],  # a continuum: no gap wider than the others
+        [0.0, 0.1, 0.2, 0.45, 0.6, 0.95],  # the widest split's gap (0.25) no wider than one inside (0.35)
+        [0.3, 0.3, 0.3],  # all alike
+        [0.1, float("nan")],  # too few values
+    ],
+)
+def test_no_threshold_where_no_group_stands_apart(values):
+    assert charlm.split_threshold(values) is None

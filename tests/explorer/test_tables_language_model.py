@@ -1,0 +1,40 @@
+"""Inside a small language model: the role thresholds come from the shipped checkpoint's own scores."""
+
+from attn_core.learn import charlm
+from explorer.tables import language_model as tables
+
+
+def by_head(score: str):
+    model = tables.shipped()[0]
+    return tables.calibration()[score].reshape(-1, model.layers, model.num_heads)
+
+
+def test_thresholds_lie_between_layer_1_and_layer_2():
+    # on the probe phrases and the examples, layer 1's induction scores and layer 2's previous-token scores stay in
+    # the low group: each threshold lies between the layers
+    thresholds = tables.thresholds()
+    induction, previous = by_head("induction"), by_head("previous_token")
+    assert induction[:, 0].max() < thresholds["induction"] <= induction[:, 1].max()
+    assert previous[:, 1].max() < thresholds["previous_token"] <= previous[:, 0].max()
+    assert tables.calibration_sizes()["values"] == len(tables.calibration()["induction"])
+
+
+def test_roles_on_the_probe_put_previous_token_heads_in_layer_1_and_induction_heads_in_layer_2():
+    roles = charlm.head_roles(charlm.probe_scores(tables.shipped()[0]), tables.thresholds())
+    assert "previous_token" in roles[0] and "induction" not in roles[0]
+    assert "induction" in roles[1] and "previous_token" not in roles[1]
+
+
+def test_a_score_without_a_separate_group_names_no_head():
+    thresholds = tables.thresholds()
+    for score, threshold in thresholds.items():
+        if threshold is None:
+            assert charlm.split_threshold(tables.calibration()[score]) is None
+            for text in tables.EXAMPLES.values():
+                assert score not in set(tables.head_table(text)["role"])
+
+
+def test_head_range_is_that_heads_lowest_and_highest_score():
+    low, high = tables.head_range("first_token", "2.3")
+    values = by_head("first_token")[:, 1, 2]
+    assert (low, high) == (float(values.min()), float(values.max()))
