@@ -67,7 +67,8 @@ def loss_section(pair, run_id, step) -> None:
     figure = spec_of(charts.losses, df, step, phases, text, names, data_key=(run_id, "losses"))
     chart(figure, df, "induction_losses", where=left)
     falls = kept("falls", run_id, lambda: tables.phase_falls(pair))
-    left.caption(phase_caption(phases, falls))
+    trained = len(tables.run_steps(pair.two)) > 1
+    left.caption(phase_caption(phases, falls) if trained else t("induction.phase_untrained"))
     with right:
         formula(
             r"\begin{gathered}\mathcal{L}_{\text{rep}}=-\frac{1}{|R|}\sum_{i\in R}\log p_\theta(x_{i+1}\mid x_{\le i})"
@@ -151,7 +152,8 @@ def maps_part(pair, run_id, step) -> None:
     n = result.config.seq_len
     figure = spec_of(charts.probe_maps, cells, n, text, data_key=(run_id, model, index, layer))
     chart(figure, cells, f"induction_map_{model}_{layer}")
-    st.caption(t("induction.map_caption", n=n, half=n // 2))
+    segment = result.config.max_segment  # probe_sequence: one segment of max_segment tokens, then its copies
+    st.caption(t("induction.map_caption", n=n, segment=segment, lag=segment - 1))
 
 
 def map_name(which: str) -> str:

@@ -37,7 +37,7 @@ def losses(
         alt.Chart(data)
         .mark_line(point=alt.OverlayMarkDef(size=18))
         .encode(
-            x=alt.X("step:Q", title=text["x"]),
+            x=alt.X("step:Q", title=text["x"], axis=alt.Axis(format="d", tickMinStep=1)),  # steps are whole
             y=alt.Y("loss:Q", title=text["y"], scale=alt.Scale(zero=True)),
             color=alt.Color(
                 "series:N",

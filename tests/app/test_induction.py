@@ -44,6 +44,24 @@ def test_a_plain_view_shows_both_untrained_models_and_trains_nothing():
     assert training.results().get(("induction", tables.DEFAULT_STEPS, 201)) is None  # nothing trained by looking
     points = notice_points(at)
     assert points[0].startswith("- At step 0 no head of the 2-layer model is an induction head yet")
+    # One snapshot is no run: the caption asks for training instead of saying no phase change was found.
+    assert any(c.value.startswith("Train to look for a phase change") for c in at.caption)
+    assert not any("no phase change" in c.value for c in at.caption)
+    # The x axis counts whole steps: a lone step 0 once drew a tick "0.000000".
+    (losses,) = [json.loads(c.proto.spec) for c in at.get("vega_lite_chart") if "Next-token loss" in c.proto.spec]
+    assert losses["layer"][0]["encoding"]["x"]["axis"]["format"] == "d"
+
+
+def test_the_map_caption_places_the_induction_line_where_the_probe_puts_it():
+    at = open_link(PAGE, {"seed": "201"})
+    segment = tables.base_config(tables.DEFAULT_STEPS, 201).max_segment
+    tokens = tables.probe_tokens(tables.base_config(tables.DEFAULT_STEPS, 201))
+    # Query i >= segment holds the token at i - segment; the token after that earlier occurrence sits at i - lag.
+    lag = segment - 1
+    assert all(tokens[i] == tokens[i - segment] for i in range(segment, len(tokens)))
+    assert len(set(tokens[:segment])) == segment  # distinct: the earlier occurrence is the only one
+    caption = next(c.value for c in at.caption if c.value.startswith("The probe sequence"))
+    assert f"a line {lag} below the main diagonal" in caption and f"reads the key just after it, i − {lag}" in caption
 
 
 def test_train_move_the_slider_play_and_the_notice_follows_the_numbers():
@@ -61,6 +79,8 @@ def test_train_move_the_slider_play_and_the_notice_follows_the_numbers():
         assert points[0].startswith("- At step") and (" is an induction head yet" not in points[0]) == formed
         assert f"{f['ind']:.2f}" in points[0] and f"layer {f['ind_layer']}, head {f['ind_head']}" in points[0]
         assert f"{f['prev']:.2f}" in points[1] and f"{f['one_ind']:.2f}" in points[2]
+        if f["prev"] < tables.FORMED:  # below the rule is not "looks nowhere back": say the rule and uniform's share
+            assert f"below {tables.FORMED:.1f}; uniform rows would give {f['uniform']:.2f}" in points[1]
         assert f"{f['rep_two']:.2f} nats with 2 layers, " in points[3]
         assert ("not below" in points[3]) == (f["rep_two"] >= f["rep_one"])
         sink = f["sink"] > 2 * f["uniform"]
