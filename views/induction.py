@@ -196,22 +196,23 @@ def knockout_section(pair, run_id) -> None:
     )  # fmt: skip
     chosen = tuple(sorted(heads))
     table = kept("knockout", (*run_id, chosen, mode), lambda: tables.knockout_table(result, chosen, mode))
-    left.markdown(knockout_text(table, chosen))
+    last = result.snapshots[-1].step  # knockouts use the kept final weights, not the slider's snapshot
+    left.markdown(knockout_text(table, chosen, last))
     shown = table.round(3).assign(split=table["split"].map(names))
     left.dataframe(shown, hide_index=True, column_config=td("induction.knockout_columns"))
     singles = kept("singles", (*run_id, mode), lambda: tables.single_knockouts(result, mode))
     text = td("induction.charts.knockout")
     figure = spec_of(charts.knockouts, singles, text, names, data_key=(run_id, mode, "singles"))
     chart(figure, singles, "induction_knockouts", where=right)
-    right.caption(t("induction.knockout_caption"))
+    right.caption(t("induction.knockout_caption", step=last))
 
 
-def knockout_text(table, chosen) -> str:
+def knockout_text(table, chosen, step: int) -> str:
     if not chosen:
         return t("induction.knockout_none")
     rep = table.set_index("split").loc["repeated"]
     key = "induction.knockout_up" if rep["knocked_out"] > rep["intact"] else "induction.knockout_not_up"
-    return t(key, heads=", ".join(chosen), before=rep["intact"], after=rep["knocked_out"])
+    return t(key, heads=", ".join(chosen), before=rep["intact"], after=rep["knocked_out"], step=step)
 
 
 header(t("induction.title"), t("induction.lede"), SECTIONS)

@@ -110,10 +110,15 @@ def test_knockout_text_states_the_measured_losses():
     at = train(open_link(PAGE, {**TINY, "seed": "203"}))
     pair = shelf_pair(40, 203)
     at.multiselect(key="ind_knockout").select("L0H0").select("L1H2").run()
+    at.select_slider(key="ind_snapshot").set_value(0).run()  # knockouts still use the final weights: say their step
     assert_clean(at)
     table = tables.knockout_table(pair.two, ("L0H0", "L1H2"), "zero").set_index("split")
     before, after = table.loc["repeated", "intact"], table.loc["repeated", "knocked_out"]
-    text = next(m.value for m in at.markdown if m.value.startswith("Removing L0H0, L1H2"))
+    text = next(m.value for m in at.markdown if m.value.startswith("At step 40, removing L0H0, L1H2"))
+    assert any(
+        c.value.startswith("Ablation: each head removed alone from the 2-layer model as trained (step 40,")
+        for c in at.caption
+    )
     assert f"**{before:.2f}**" in text and f"**{after:.2f}**" in text
     assert ("does not raise" in text) == (after <= before)
     at.radio(key="ind_mode").set_value("mean").run()
