@@ -99,7 +99,7 @@ def heads_section(text: str) -> None:
     by_layer = entropy_by_layer(text)
     row = e_right.container(horizontal=True, gap="medium")
     for r in by_layer.itertuples():
-        row.metric(t("language_model.metrics.entropy", layer=r.layer), f"{r.entropy:.2f}", width="content")
+        row.metric(t("language_model.metrics.entropy", layer=r.layer), f"{r.entropy:.2f}", width="stretch")
     e_right.caption(t("language_model.uniform_caption", uniform=by_layer["uniform_entropy"].iloc[0]))
 
 
@@ -115,7 +115,7 @@ def next_section(text: str) -> None:
     for kind in ("repeated", "first_seen"):
         value = split[kind]
         shown = "—" if math.isnan(value) else f"{value:.2f}"
-        row.metric(t(f"language_model.metrics.loss_{kind}", n=split[f"{kind}_count"]), shown, width="content")
+        row.metric(t(f"language_model.metrics.loss_{kind}", n=split[f"{kind}_count"]), shown, width="stretch")
     top = next_characters(text)
     chart(spec_of(charts.next_bars, top, td("language_model.charts.next")), top, "lm_next", where=right)
     with right:

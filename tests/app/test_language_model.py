@@ -114,3 +114,13 @@ def test_the_roles_caption_gives_the_derived_thresholds(open_page):
     unnamed = [words[k] for k, v in thresholds.items() if v is None and k in words]
     assert all(w in caption.rsplit(":", 1)[1] for w in unnamed)
     assert not set(unnamed) & set(at.dataframe[0].value["role"])
+
+
+def test_the_loss_caption_does_not_say_first_seen_pairs_cannot_be_predicted(open_page):
+    # on the plain example the model gives a first-seen pair (", " after "sequence") p > 0.5: learned, not copied
+    df = tables.positions(tables.EXAMPLES["plain"])
+    assert df.loc[~df["repeated"], "p_next"].max() > 0.5
+    at = open_page(PAGE)
+    at.radio(key="lm_source").set_value("plain").run()
+    caption = next(c.value for c in at.caption if c.value.startswith("The loss of the actual next character"))
+    assert "cannot" not in caption and "learned in training" in caption

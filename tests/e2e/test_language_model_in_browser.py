@@ -40,3 +40,21 @@ def test_hostile_text_is_refused_in_words(server, page):
     assert "U+6CE8" in warning.inner_text()
     assert page.locator("img[src=x]").count() == 0
     assert page.locator('[data-testid="stVegaLiteChart"]').count() == 0
+
+
+def test_metric_labels_keep_their_words_whole_in_projector_mode(server, browser):
+    # the projector's CSS makes a metric an inline-size container, so a metric as wide as its content had no width
+    # and its label wrapped one or two letters a line ("la / ye / r 1")
+    context = browser.new_context(viewport={"width": 1920, "height": 3000})
+    page = context.new_page()
+    try:
+        page.goto(f"{server}/language_model?projector=true")
+        wait_for_app(page)
+        page.wait_for_selector('[data-testid="stMetricLabel"]')
+        labels = page.locator('[data-testid="stMetricLabel"]')
+        assert labels.count() == 4  # two layers' entropy, the two losses
+        for label in labels.all():
+            box = label.bounding_box()
+            assert box["width"] > 150 and box["height"] < 120, label.inner_text()
+    finally:
+        context.close()
