@@ -18,6 +18,7 @@ REPEATED_COLORS = {"repeated": "#1b9e77", "first_seen": "#d95f02"}
 # are squeezed into the given height, so a two-line title in a narrow column left the plot about a third of it
 # (and a horizontal band scale too little room for its bars). fit-x stretches the width only; the height is the plot's.
 FIT_X = alt.AutoSizeParams(type="fit-x", contains="padding")
+MIN_MAP = 160  # px: a map's side, room for its axis titles
 
 
 def layer_maps(cells: pd.DataFrame, n: int, text: Mapping[str, str]):
@@ -26,7 +27,8 @@ def layer_maps(cells: pd.DataFrame, n: int, text: Mapping[str, str]):
     cells (one layer): layer, head, query, key, q_label, k_label, weight (cells below the cut-off absent: blank).
     text: title, head, query, key, weight.
     """
-    cell = max(3, min(10, 360 // max(n, 1)))
+    # at least MIN_MAP px a side: below that the axis titles, wider than the map, ran into the next head's
+    cell = max(3, min(10, 360 // max(n, 1)), -(-MIN_MAP // max(n, 1)))
     axis = alt.Axis(labels=n <= 40, ticks=n <= 40, labelFontSize=9, labelAngle=0, labelOverlap=True)
     return (
         alt.Chart(cells)

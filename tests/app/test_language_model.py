@@ -124,3 +124,11 @@ def test_the_loss_caption_does_not_say_first_seen_pairs_cannot_be_predicted(open
     at.radio(key="lm_source").set_value("plain").run()
     caption = next(c.value for c in at.caption if c.value.startswith("The loss of the actual next character"))
     assert "cannot" not in caption and "learned in training" in caption
+
+
+def test_a_short_texts_maps_leave_room_for_their_axis_titles():
+    # 8 characters drew 80 px maps, each axis title running into the next head's map
+    at = open_link(PAGE, {"lm_source": "own", "lm_text": "abcdefgh"})
+    assert_clean(at)
+    maps = json.loads(at.get("vega_lite_chart")[0].proto.spec)
+    assert maps["spec"]["width"] >= 160 and maps["spec"]["height"] >= 160
