@@ -199,7 +199,10 @@ if text is not None:
     left, right = st.columns([3, 2])
     with right:
         formula(r"A^h=\mathrm{softmax}\!\Big(\frac{Q^hK^{h\top}}{\sqrt{d_k}}+M\Big)", t("language_model.mask_caption"))
-        formula(r"h^{(l+1)}=h^{(l)}+\sum_h A^h\,\mathrm{LN}(h^{(l)})\,W_V^hW_O^h", t("language_model.stream_caption"))
+        formula(
+            r"h^{(l+1)}=h^{(l)}+\sum_h A^h\,\mathrm{LN}(h^{(l)})\,W_V^hW_O^h+b^{(l)}",
+            t("language_model.stream_caption"),
+        )
         with friendly_errors(t("language_model.sections.heads")):
             notice(what_to_notice(text))
     with left, friendly_errors(t("language_model.sections.maps")):

@@ -132,3 +132,9 @@ def test_a_short_texts_maps_leave_room_for_their_axis_titles():
     assert_clean(at)
     maps = json.loads(at.get("vega_lite_chart")[0].proto.spec)
     assert maps["spec"]["width"] >= 160 and maps["spec"]["height"] >= 160
+
+
+def test_the_stream_formula_has_its_bias_term(open_page):
+    # the model's value and output projections have biases (tests/explorer: the formula reproduces layer 1)
+    at = open_page(PAGE)
+    assert any(r"W_V^hW_O^h+b^{(l)}" in latex.value for latex in at.latex)

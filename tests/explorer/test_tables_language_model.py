@@ -1,6 +1,9 @@
 """Inside a small language model: the role thresholds come from the shipped checkpoint's own scores."""
 
+import torch
+
 from attn_core.learn import charlm
+from attn_core.learn.decoder import causal_mask
 from explorer.tables import language_model as tables
 
 
@@ -38,3 +41,22 @@ def test_head_range_is_that_heads_lowest_and_highest_score():
     low, high = tables.head_range("first_token", "2.3")
     values = by_head("first_token")[:, 1, 2]
     assert (low, high) == (float(values.min()), float(values.max()))
+
+
+def test_the_stream_formula_with_its_bias_term_gives_the_models_first_layer():
+    # h' = h + sum_h A^h LN(h) W_V^h W_O^h + b, b = b_V W_O + b_O: the value and output biases, the same at every
+    # position because each row of A sums to 1 (the page's formula lacked b)
+    model = tables.shipped()[0]
+    tokens = charlm.encode(tables.EXAMPLES["repeat"])[None]
+    block, attn = model.blocks[0], model.blocks[0].attn
+    with torch.no_grad():
+        h = model.embed(tokens) + model.pos[: tokens.shape[1]]
+        after, weights = block(h, causal_mask(tokens.shape[1]))
+        x = block.norm_attn(h)
+        d_k = attn.d_k
+        total = h + attn.w_o.weight @ attn.w_v.bias + attn.w_o.bias
+        for head in range(attn.num_heads):
+            cols = slice(head * d_k, (head + 1) * d_k)
+            w_v, w_o = attn.w_v.weight[cols].T, attn.w_o.weight[:, cols].T
+            total = total + weights[:, head] @ x @ w_v @ w_o
+    assert torch.allclose(total, after, atol=1e-4)
