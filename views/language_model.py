@@ -200,7 +200,7 @@ if text is not None:
     with right:
         formula(r"A^h=\mathrm{softmax}\!\Big(\frac{Q^hK^{h\top}}{\sqrt{d_k}}+M\Big)", t("language_model.mask_caption"))
         formula(
-            r"h^{(l+1)}=h^{(l)}+\sum_h A^h\,\mathrm{LN}(h^{(l)})\,W_V^hW_O^h+b^{(l)}",
+            r"h^{(l+1)}=h^{(l)}+\sum_h A^h\mathrm{LN}(h^{(l)})W_V^hW_O^h+b^{(l)}",
             t("language_model.stream_caption"),
         )
         with friendly_errors(t("language_model.sections.heads")):
