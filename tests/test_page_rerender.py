@@ -2,11 +2,11 @@
 (the induction page's snapshot slider once the steps change) is skipped and counted in the report, not a KeyError;
 and each change is set on the control as last drawn, so it reaches the script."""
 
-import asyncio
 import random
 
 from streamlit.testing.v1 import AppTest
 
+from tests.browser_helpers import run_async
 from tools.page_rerender import RUN_CPU, _drive, _drive_ws
 
 # The checkbox "a", once ticked, removes the toggle "b" (listed after it); every run records what it saw.
@@ -60,6 +60,6 @@ def test_the_ws_client_skips_and_counts_a_control_an_earlier_change_removed():
         elif state == ("a", "before"):
             session.controls["b"] = "slider"
 
-    gone = asyncio.run(_drive_ws(session, 1, random.Random(0), one))
+    gone = run_async(_drive_ws(session, 1, random.Random(0), one))
     assert gone == 1
     assert sent == [(("a", "after"), "first"), (("a", "before"), "warm"), (("a", "after"), "warm")]

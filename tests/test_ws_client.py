@@ -2,11 +2,11 @@
 comes without its default (the proto's default is then the first option), and tools.page_rerender's "set it back"
 run sent that first option instead, a new value that it counted as a warm rerun."""
 
-import asyncio
 import random
 
 from streamlit.proto.Slider_pb2 import Slider
 
+from tests.browser_helpers import run_async
 from tools.ws_client import Run, WsSession
 
 D_K = [str(2**i) for i in range(8)]  # a select slider's options, default 64 (index 6)
@@ -45,8 +45,8 @@ def _value(state) -> list[str]:
 
 def test_a_control_redrawn_without_its_default_is_still_at_the_value_the_browser_shows():
     session = _session(_select_slider([6]), _select_slider([0]))
-    asyncio.run(session.rerun("saturation"))
-    asyncio.run(session.rerun())  # drawn from session state: default 0, nothing set
+    run_async(session.rerun("saturation"))
+    run_async(session.rerun())  # drawn from session state: default 0, nothing set
     assert _value(session.current("d_k")) == ["64"]
     picks = {_value(session.pick_value("d_k", random.Random(s))[1])[0] for s in range(50)}
     assert "64" not in picks and "1" in picks  # a change is a change; the first option is one of them
@@ -54,6 +54,6 @@ def test_a_control_redrawn_without_its_default_is_still_at_the_value_the_browser
 
 def test_a_value_the_script_sets_is_the_one_shown():
     session = _session(_select_slider([6]), _select_slider([0], raw_value=["8"]))
-    asyncio.run(session.rerun("saturation"))
-    asyncio.run(session.rerun())
+    run_async(session.rerun("saturation"))
+    run_async(session.rerun())
     assert _value(session.current("d_k")) == ["8"]
