@@ -420,6 +420,15 @@ def test_phase_change_ignores_a_fall_of_both_losses_together():
     assert abs(phase_change(steps, repeated, common) - 250) <= 10
 
 
+def test_phase_change_needs_the_run_to_end_copying():
+    # A sudden 2-nat fall that leaves the repeated-token loss at half the first-seen one is guessing among the
+    # tokens seen (what one layer can do), not copying; the same fall to a quarter of it is.
+    steps, guessing = _fall(200, high=4.2, low=2.2)
+    assert phase_change(steps, guessing, FLAT) is None
+    _, copying = _fall(200, high=3.0, low=1.0)
+    assert abs(phase_change(steps, copying, FLAT) - 200) <= 10
+
+
 @pytest.mark.parametrize(
     "losses",
     [
