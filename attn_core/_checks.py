@@ -7,6 +7,20 @@ import math
 import torch
 
 
+def broadcast_shape(*shapes) -> torch.Size:
+    """torch.broadcast_shapes in plain Python (RuntimeError when the shapes do not broadcast). Torch's own goes
+    through torch._refs, whose first use imports sympy (~500 modules, ~0.5 s of a core): on a fresh server that
+    landed in the first visitor's page run."""
+    ndim = max((len(s) for s in shapes), default=0)
+    out = []
+    for sizes in zip(*(((1,) * (ndim - len(s)) + tuple(s)) for s in shapes), strict=True):
+        big = {n for n in sizes if n != 1}
+        if len(big) > 1:
+            raise RuntimeError(f"shapes {[tuple(s) for s in shapes]} do not broadcast")
+        out.append(big.pop() if big else 1)
+    return torch.Size(out)
+
+
 def check_tensor(name: str, x, *, min_dim: int = 1) -> torch.Tensor:
     """Raise unless `x` is a floating-point tensor with at least `min_dim` dimensions."""
     if not isinstance(x, torch.Tensor):
@@ -42,10 +56,10 @@ def check_qkv(q, k, v) -> tuple[int, int, int, int]:
     if not (q.device == k.device == v.device):
         raise ValueError(f"q, k, v must be on one device, got {q.device}, {k.device}, {v.device}")
     lead = q.shape[:-2]
-    if lead == k.shape[:-2] == v.shape[:-2]:  # the common case; torch.broadcast_shapes costs ~50 us a call
+    if lead == k.shape[:-2] == v.shape[:-2]:  # the common case; broadcasting costs microseconds a call
         return n_q, n_k, d_k, d_v
     try:
-        torch.broadcast_shapes(lead, k.shape[:-2], v.shape[:-2])
+        broadcast_shape(lead, k.shape[:-2], v.shape[:-2])
     except RuntimeError:
         raise ValueError(
             "q, k, v leading (batch/head) dimensions must broadcast, got "
@@ -83,7 +97,7 @@ def check_mask(mask, logits_shape: torch.Size, device: torch.device) -> torch.Te
         got = mask.dtype if isinstance(mask, torch.Tensor) else type(mask).__name__
         raise ValueError(f"mask must be a bool tensor (True = may attend), got {got}")
     try:
-        shape = torch.broadcast_shapes(mask.shape, logits_shape)
+        shape = broadcast_shape(mask.shape, logits_shape)
     except RuntimeError:
         shape = None
     if shape != logits_shape:

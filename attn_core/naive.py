@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from attn_core._checks import check_attention, check_mask, softmax_dtype
+from attn_core._checks import broadcast_shape, check_attention, check_mask, softmax_dtype
 from attn_core.budget import check_budget, tensor_bytes
 
 # logits, exp(logits - max) and the weights are alive together at the peak (measured by attn_core.bench)
@@ -51,7 +51,7 @@ def renormalise(weights: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
         raise ValueError("mask must be a bool tensor (True = keep)")
     try:
-        torch.broadcast_shapes(mask.shape, weights.shape)
+        broadcast_shape(mask.shape, weights.shape)
     except RuntimeError:
         raise ValueError(f"mask {tuple(mask.shape)} must broadcast to weights {tuple(weights.shape)}") from None
     kept = weights * mask
@@ -68,7 +68,7 @@ def attention_logits(q: torch.Tensor, k: torch.Tensor, scale: float, temperature
 def naive_attention(q, k, v, mask=None, *, scale=None, temperature=1.0):
     """Return (output (..., n_q, d_v), weights (..., n_q, n_k)), materialising all n_q x n_k logits."""
     n_q, n_k, _, scale, temperature = check_attention(q, k, v, scale, temperature)
-    logits_shape = (*torch.broadcast_shapes(q.shape[:-2], k.shape[:-2]), n_q, n_k)
+    logits_shape = (*broadcast_shape(q.shape[:-2], k.shape[:-2]), n_q, n_k)
     check_budget(
         tensor_bytes(logits_shape, softmax_dtype(q.dtype), SCORE_COPIES),
         f"naive attention's {n_q} x {n_k} score matrices",

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import torch
 
-from attn_core._checks import check_int, check_tensor
+from attn_core._checks import broadcast_shape, check_int, check_tensor
 
 MAX_N = 4096  # the notes' Python loops are O(n) row writes; beyond this size nobody should call them
 
@@ -72,7 +72,7 @@ def notes_masked_fill(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     if not isinstance(mask, torch.Tensor):
         raise ValueError(f"mask must be a tensor, got {type(mask).__name__}")
     try:
-        torch.broadcast_shapes(mask.shape, scores.shape)
+        broadcast_shape(mask.shape, scores.shape)
     except RuntimeError:
         raise ValueError(
             f"mask of shape {tuple(mask.shape)} does not broadcast against scores {tuple(scores.shape)}"

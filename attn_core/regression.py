@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from attn_core._checks import check_int, check_mask, check_positive, check_qkv, resolve_scale
+from attn_core._checks import broadcast_shape, check_int, check_mask, check_positive, check_qkv, resolve_scale
 from attn_core.budget import check_budget, tensor_bytes
 from attn_core.naive import masked_softmax
 
@@ -23,7 +23,7 @@ def kernel_weights(q, k, *, kernel: str = "exponential", scale=None, bandwidth: 
     The largest log-kernel of each row is subtracted before exp() (it cancels in the ratio).
     """
     n_q, n_k, _, _ = check_qkv(q, k, k)
-    batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2])
+    batch = broadcast_shape(q.shape[:-2], k.shape[:-2])
     check_budget(tensor_bytes((*batch, n_q, n_k), q.dtype, 3), f"{n_q} x {n_k} kernel weights", "Use fewer points.")
     if kernel not in KERNELS:
         raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r}")
@@ -56,7 +56,7 @@ class AdditiveAttention(nn.Module):
 
     def scores(self, q, k):
         """(..., n_q, n_k) additive scores."""
-        shape = (*torch.broadcast_shapes(q.shape[:-2], k.shape[:-2]), q.shape[-2], k.shape[-2], self.w.in_features)
+        shape = (*broadcast_shape(q.shape[:-2], k.shape[:-2]), q.shape[-2], k.shape[-2], self.w.in_features)
         check_budget(
             tensor_bytes(shape, q.dtype, 2),
             f"additive attention's {shape[-3]} x {shape[-2]} x {shape[-1]} hidden scores",

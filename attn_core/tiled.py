@@ -17,7 +17,14 @@ from dataclasses import dataclass, field
 
 import torch
 
-from attn_core._checks import _NORM_CHUNK_ELEMENTS, check_attention, check_int, check_mask, softmax_dtype
+from attn_core._checks import (
+    _NORM_CHUNK_ELEMENTS,
+    broadcast_shape,
+    check_attention,
+    check_int,
+    check_mask,
+    softmax_dtype,
+)
 from attn_core.budget import check_budget, tensor_bytes
 
 # (block_q, block_k) by (device type, causal): the fastest measured with tools/tile_sweep.py on a 2-core CPU
@@ -146,7 +153,7 @@ def _prepare(q, k, v, mask, scale, temperature, block_q, block_k):
     n_q, n_k, d_k, scale, temperature = check_attention(q, k, v, scale, temperature)
     check_int("block_q", block_q, minimum=1)
     check_int("block_k", block_k, minimum=1)
-    batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    batch = broadcast_shape(q.shape[:-2], k.shape[:-2], v.shape[:-2])
     tile = (*batch, min(block_q, n_q), min(block_k, n_k))
     check_budget(
         tensor_bytes(tile, softmax_dtype(q.dtype), 2),  # the logits tile and its exponentials

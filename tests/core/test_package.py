@@ -5,9 +5,12 @@ import math
 import pytest
 import torch
 from helpers import rand
+from hypothesis import given
+from hypothesis import strategies as st
 
 import attn_core
 from attn_core import _checks, naive, tiled
+from attn_core._checks import broadcast_shape
 
 
 def test_all_names_each_public_name_once_from_one_module():
@@ -55,3 +58,17 @@ def test_naive_and_tiled_check_their_inputs_through_one_checker(monkeypatch):
     naive.naive_attention(q, k, v, scale=0.5, temperature=2.0)
     tiled.tiled_attention(q, k, v, scale=0.5, temperature=2.0, block_q=2, block_k=2)
     assert seen == [(0.5, 2.0), (0.5, 2.0)]
+
+
+_shape = st.lists(st.integers(min_value=0, max_value=3), max_size=4)
+
+
+@given(st.lists(_shape, min_size=1, max_size=3))
+def test_broadcast_shape_agrees_with_torch(shapes):
+    try:
+        want = torch.broadcast_shapes(*shapes)
+    except RuntimeError:
+        with pytest.raises(RuntimeError):
+            broadcast_shape(*shapes)
+    else:
+        assert broadcast_shape(*shapes) == want
