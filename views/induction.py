@@ -18,10 +18,9 @@ from explorer.ui.frame import (
     store,
 )
 from explorer.ui.i18n import t, td
+from explorer.ui.player import Player
 
-PLAY_S = 0.8  # seconds per snapshot while playing
-SNAP = "ind_snapshot"
-PLAYING = "_ind_playing"  # the run being played, while its animation runs
+PLAYER = Player("ind_snapshot", "_ind_playing", "ind")
 KEPT = "_ind_kept"  # (key, pair) of this session's last click cut short by the time budget (not shared)
 SECTIONS = ("induction.sections.losses", "induction.sections.scores", "induction.sections.knockout")
 MAPS = ("two:0", "two:1", "one:0")  # which model's layer the probe maps show
@@ -47,16 +46,6 @@ _tables = store("induction.tables", 128)  # a run's frames: curves, grids, maps 
 def kept(what: str, run_id: tuple, build):
     """build() once per run and input for the whole server (results are read, never changed)."""
     return _tables.get_once((what, *run_id), build)
-
-
-def play(run_id, first_step, last_step) -> None:
-    st.session_state[PLAYING] = run_id
-    if st.session_state.get(SNAP) == last_step:
-        st.session_state[SNAP] = first_step
-
-
-def pause() -> None:
-    st.session_state.pop(PLAYING, None)
 
 
 def loss_section(pair, run_id, step) -> None:
@@ -95,17 +84,7 @@ def snapshot_step(pair, run_id) -> int:
     steps = tables.run_steps(pair.two)
     if len(steps) < 2:
         return steps[0]
-    if st.session_state.get(SNAP) not in steps:
-        st.session_state[SNAP] = steps[-1]
-    if st.session_state.get(PLAYING) == run_id:
-        i = steps.index(st.session_state[SNAP])
-        st.session_state[SNAP] = steps[min(i + 1, len(steps) - 1)]
-        if i + 2 >= len(steps):  # the last snapshot: stop the clock (a full rerun drops run_every)
-            st.session_state.pop(PLAYING, None)
-            st.rerun()
-    return controls.select_slider(
-        t("induction.controls.snapshot"), steps, steps[-1], key=SNAP, help=t("induction.controls.snapshot_help")
-    )
+    return PLAYER.slider(run_id, steps, t("induction.controls.snapshot"), t("induction.controls.snapshot_help"))
 
 
 def snapshots_section(pair, run_id) -> None:
@@ -247,17 +226,12 @@ else:
     if not tables.complete(pair):
         st.warning(t("induction.budget_hit", seconds=tables.TIME_BUDGET_S), icon=":material/timer_off:")
     shown, run_id = pair, (*key, pair.two.snapshots[-1].step, pair.one.snapshots[-1].step)
-    first, last = shown.two.snapshots[0].step, shown.two.snapshots[-1].step
-    buttons = st.container(horizontal=True, gap="small")
-    buttons.button(
-        t("induction.controls.play"), key="ind_play", on_click=play, args=(run_id, first, last),
-        icon=":material/play_arrow:",
-    )  # fmt: skip
-    buttons.button(t("induction.controls.pause"), key="ind_pause", on_click=pause, icon=":material/pause:")
+    steps = [s.step for s in shown.two.snapshots]
+    PLAYER.buttons(run_id, steps, t("induction.controls.play"), t("induction.controls.pause"))
 
-playing = pair is not None and st.session_state.get(PLAYING) == run_id
+every = PLAYER.run_every(run_id) if pair is not None else None
 with friendly_errors(t("induction.sections.scores")):
-    section(snapshots_section, run_every=PLAY_S if playing else None)(shown, run_id)
+    section(snapshots_section, run_every=every)(shown, run_id)
 predict_first(t("induction.question_one"), t("induction.answer_one"))
 with friendly_errors(t("induction.sections.knockout")):
     if pair is None:  # removing heads that have learned nothing shows nothing: no work for a plain view

@@ -19,11 +19,10 @@ from explorer.ui.frame import (
     store,
 )
 from explorer.ui.i18n import t, td, tl
+from explorer.ui.player import Player
 
 MAX_INPUT = 120  # characters: 17 tokens of recall's longest words with room to spare
-PLAY_S = 0.8  # seconds per snapshot while playing
-SNAP = "learn_snapshot"
-PLAYING = "_learn_playing"  # the key of the run being played, while its animation runs
+PLAYER = Player("learn_snapshot", "_learn_playing", "learn")
 KEPT = "_learn_kept"  # (key, result) of this session's last run cut short by the time budget (not shared)
 LOSSES = ["train_loss", "heldout_loss"]
 SCORES = ["train_accuracy", "heldout_accuracy", "best_alignment_mass"]
@@ -55,17 +54,6 @@ def curve_frames(result, key):
     return _curve_frames.get_once(key, build)
 
 
-def play(key, first_step, last_step) -> None:
-    """on_click of Play: animate from the first snapshot when the slider stands at the last one."""
-    st.session_state[PLAYING] = key
-    if st.session_state.get(SNAP) == last_step:
-        st.session_state[SNAP] = first_step
-
-
-def pause() -> None:
-    st.session_state.pop(PLAYING, None)
-
-
 def attention_maps(result, index, key, where=st) -> None:
     """The attention maps of snapshot `index`, one chart per attention, heads side by side with the right alignment."""
     cfg = result.config
@@ -85,17 +73,7 @@ def attention_maps(result, index, key, where=st) -> None:
 def snapshot_section(result, key) -> None:
     """The snapshot slider, the maps and curves at that snapshot; while playing, one step further every PLAY_S."""
     steps = [s.step for s in result.snapshots]
-    if st.session_state.get(SNAP) not in steps:
-        st.session_state[SNAP] = steps[-1]
-    if st.session_state.get(PLAYING) == key:
-        i = steps.index(st.session_state[SNAP])
-        st.session_state[SNAP] = steps[min(i + 1, len(steps) - 1)]
-        if i + 2 >= len(steps):  # the last snapshot: stop the clock (a full rerun drops run_every)
-            st.session_state.pop(PLAYING, None)
-            st.rerun()
-    step = controls.select_slider(
-        t("learning.controls.snapshot"), steps, steps[-1], key=SNAP, help=t("learning.controls.snapshot_help")
-    )
+    step = PLAYER.slider(key, steps, t("learning.controls.snapshot"), t("learning.controls.snapshot_help"))
     index = steps.index(step)
     snap = result.snapshots[index]
     row = st.container(horizontal=True, gap="medium")  # wraps where the column is narrow (projector mode)
@@ -264,20 +242,11 @@ with left:
             st.warning(t("learning.budget_hit", step=f.step, seconds=tables.TIME_BUDGET_S), icon=":material/timer_off:")
         else:
             trained_box(result)
-        first, last = result.snapshots[0].step, result.snapshots[-1].step
         run_id = (*key, f.step)  # a run cut short by the time budget is not the full run of the same settings
-        buttons = st.container(horizontal=True, gap="small")
-        buttons.button(
-            t("learning.controls.play"),
-            key="learn_play",
-            on_click=play,
-            args=(run_id, first, last),
-            icon=":material/play_arrow:",
-        )
-        buttons.button(t("learning.controls.pause"), key="learn_pause", on_click=pause, icon=":material/pause:")
-        playing = st.session_state.get(PLAYING) == run_id
+        steps = [s.step for s in result.snapshots]
+        PLAYER.buttons(run_id, steps, t("learning.controls.play"), t("learning.controls.pause"))
         with friendly_errors(t("learning.sections.snapshots")):
-            section(snapshot_section, run_every=PLAY_S if playing else None)(result, run_id)
+            section(snapshot_section, run_every=PLAYER.run_every(run_id))(result, run_id)
 
 with friendly_errors(t("learning.sections.own")):
     own_input_section(result if result is not None else untrained_run(*settings))
