@@ -22,11 +22,6 @@ long_scores = table(tables.long_scores, 32)
 entropy_by_layer = table(tables.entropy_by_layer, 32)
 
 
-@st.cache_resource(show_spinner=False)  # the checkpoint read once for the whole server (52k parameters, read-only)
-def shipped_summary() -> dict:
-    return tables.model_summary()
-
-
 def read_text(text: str) -> str | None:
     """The text if the model can read it; else None, after saying what is wrong (the text itself never echoed raw)."""
     problem = tables.text_problem(text)
@@ -215,7 +210,7 @@ if text is not None:
         large_models(text)
 
 with friendly_errors(t("language_model.sections.model")):
-    card = shipped_summary()
+    card = tables.model_summary()
     architecture = t(f"language_model.arch_{'mlp' if card['mlp'] else 'attention'}")
     repeats = t(f"language_model.repeats_{card['repeat_source']}", fraction=card["repeat_fraction"])
     curriculum = t("language_model.curriculum", copy_first=card["copy_first"]) if card["copy_first"] else ""

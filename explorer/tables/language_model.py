@@ -70,8 +70,10 @@ def head_range(score: str, name: str) -> tuple[float, float]:
     return float(values.min()), float(values.max())
 
 
+@functools.cache
 def model_summary() -> dict:
-    """The recipe and measured numbers the checkpoint carries, and its parameter count and file size."""
+    """The recipe and measured numbers the checkpoint carries, and its parameter count and file size (once per
+    process; read-only)."""
     model, meta = shipped()
     return {
         **charlm.config_dict(charlm.config_from_dict(meta["recipe"])),

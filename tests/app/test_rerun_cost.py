@@ -13,6 +13,7 @@ PAGES = [
     "views/learning.py",
     "views/masks.py",
     "views/induction.py",
+    "views/language_model.py",
 ]
 
 
