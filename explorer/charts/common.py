@@ -94,13 +94,18 @@ def color_scale(domain: list[str]) -> alt.Scale:
     )
 
 
+def _quote(text: str) -> str:
+    return json.dumps(text, ensure_ascii=False)  # a JSON string literal is a valid Vega string literal
+
+
 def label_expr(names: Mapping[str, str]) -> str:
     """A Vega labelExpr showing names[key] for an axis or legend label `key` (other labels as they are)."""
+    return "".join(f"datum.label === {_quote(k)} ? {_quote(v)} : " for k, v in names.items()) + "datum.label"
 
-    def quote(text: str) -> str:
-        return json.dumps(text, ensure_ascii=False)  # a JSON string literal is a valid Vega string literal
 
-    return "".join(f"datum.label === {quote(k)} ? {quote(v)} : " for k, v in names.items()) + "datum.label"
+def prefixed_header(word: str) -> str:
+    """A Vega labelExpr for a facet header: `word`, a space, then the panel's value ("head 3")."""
+    return f"{_quote(word + ' ')} + datum.value"
 
 
 def named_color(field: str, names: Mapping[str, str], title: str | None = None) -> alt.Color:

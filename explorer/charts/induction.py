@@ -12,7 +12,7 @@ from collections.abc import Mapping
 import altair as alt
 import pandas as pd
 
-from explorer.charts.common import HEIGHT, label_expr, named_color
+from explorer.charts.common import HEIGHT, label_expr, named_color, prefixed_header
 
 SHOWN = "#7570b3"  # the rule at the snapshot shown (the learning pages' colour)
 PHASE = "#7a0177"  # the rule at a phase change
@@ -120,7 +120,6 @@ def probe_maps(cells: pd.DataFrame, n: int, text: Mapping[str, str]):
     cells: head, query, key, q_token, k_token, weight (the causal upper triangle may be left out). text: title,
     head, query, key, weight, token."""
     ticks = list(range(0, n, 8))
-    header = f"{json.dumps(text['head'] + ' ')} + datum.value"
     cell = 3 if n > 40 else 6
     return (
         alt.Chart(cells)
@@ -139,7 +138,9 @@ def probe_maps(cells: pd.DataFrame, n: int, text: Mapping[str, str]):
         )
         .properties(width=cell * n, height=cell * n)
         .facet(
-            facet=alt.Facet("head:O", title=None, header=alt.Header(labelExpr=header, labelFontSize=12)),
+            facet=alt.Facet(
+                "head:O", title=None, header=alt.Header(labelExpr=prefixed_header(text["head"]), labelFontSize=12)
+            ),
             columns=2,
         )
         .properties(title=text["title"])

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 import altair as alt
 import pandas as pd
 
-from explorer.charts.common import HEIGHT, label_expr
+from explorer.charts.common import HEIGHT, label_expr, prefixed_header
 
 REPEATED_COLORS = {"repeated": "#1b9e77", "first_seen": "#d95f02"}
 # A single view given no autosize gets Streamlit's {"type": "fit", "contains": "padding"}: title, axes and legend
@@ -46,7 +46,7 @@ def layer_maps(cells: pd.DataFrame, n: int, text: Mapping[str, str]):
         )
         .properties(width=cell * n, height=cell * n)
         .facet(
-            facet=alt.Facet("head:O", title=None, header=alt.Header(labelExpr=f"'{text['head']} ' + datum.value")),
+            facet=alt.Facet("head:O", title=None, header=alt.Header(labelExpr=prefixed_header(text["head"]))),
             columns=2,
         )
         .properties(title=text["title"])

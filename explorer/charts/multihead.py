@@ -6,13 +6,12 @@ the keys each builder lists; placeholders in the titles are filled by the page.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 
 import altair as alt
 import pandas as pd
 
-from explorer.charts.common import HEIGHT, color_scale
+from explorer.charts.common import HEIGHT, color_scale, prefixed_header
 
 MAX_MAPS = 16  # more small maps than this stop being readable; the page says how many are left out
 # Stretch to the column's width but keep the height given to the plot (Streamlit's default "fit" squeezes the
@@ -53,7 +52,7 @@ def head_maps(maps: pd.DataFrame, text: Mapping[str, str]):
             facet=alt.Facet(
                 "head:O",
                 title=None,
-                header=alt.Header(labelExpr=f"{json.dumps(text['head'] + ' ')} + datum.value", labelFontSize=12),
+                header=alt.Header(labelExpr=prefixed_header(text["head"]), labelFontSize=12),
             ),
             columns=min(columns, n_heads),
         )

@@ -1,5 +1,7 @@
 """The frame's chart path: specs built once per input, data Arrow-encoded for Streamlit, plain again for SVG."""
 
+import json
+
 import pandas as pd
 import pyarrow as pa
 import pytest
@@ -270,3 +272,11 @@ def test_a_known_frame_is_keyed_by_what_it_was_made_from():
     assert frame._key(rows) == frame._key(frame.known(ROW.assign(weight=[0.0, 0.0, 1.0]), "made", 1))  # a promise
     assert frame._key(known_rows) != frame._key(frame.known(ROW.copy(), "made", 2))
     assert frame.store("test.once", 3) is frame.store("test.once", 3)
+
+
+def test_a_facet_header_quotes_its_word_as_a_string_literal():
+    from explorer.charts.common import prefixed_header
+
+    word = 'head\'s "n" 头'  # a quote in a locale string once ended the literal early (language_model's maps)
+    literal, rest = prefixed_header(word).rsplit(" + ", 1)
+    assert json.loads(literal) == word + " " and rest == "datum.value"
