@@ -20,16 +20,9 @@ from dataclasses import asdict, replace
 import numpy as np
 import torch
 
+from attn_core.bench import hardware_info
 from attn_core.learn import InductionConfig, InductionResult, knockout_losses, one_thread, phase_change, train_induction
 from attn_core.learn.heads import SCORES
-
-
-def _cpu() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            return next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
-    except (OSError, StopIteration):
-        return platform.machine()
 
 
 def _pc(result: InductionResult) -> int | None:
@@ -135,7 +128,8 @@ def _report(cfg, args, load, rows, facts, runs) -> str:
         "# Induction heads: the recipe (attn_core.learn.InductionConfig's defaults), measured",
         "",
         f"- date: {now}; command: `python -m tools.induction_runs --seeds {args.seeds} --out benchmarks/induction.md`",
-        f"- machine: {_cpu()}, {os.cpu_count()} CPUs, 1 torch thread (attn_core.learn.one_thread), python "
+        f"- machine: {hardware_info()['cpu_model']}, {os.cpu_count()} CPUs, 1 torch thread "
+        "(attn_core.learn.one_thread), python "
         f"{platform.python_version()}, torch {torch.__version__}, numpy {np.__version__}",
         f"- load average (1 min) at the start {load:.1f}, at the end {os.getloadavg()[0]:.1f}: the machine was "
         "shared by 8 engineers working at once, so wall times are noisy; CPU time is the training thread's own "

@@ -19,15 +19,8 @@ import time
 
 import torch
 
+from attn_core.bench import hardware_info
 from attn_core.learn import TASK_NAMES, LearnConfig, compare_scaling, run_summary, train
-
-
-def _cpu() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            return next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
-    except (OSError, StopIteration):
-        return platform.machine()
 
 
 def _timings(repeats: int) -> list[str]:
@@ -96,7 +89,8 @@ def main(argv=None) -> int:
             "# attn_core.learn: default runs, and 1/sqrt(d_k) under training",
             "",
             f"- date: {started:%Y-%m-%d %H:%M} UTC; command: `{command}`",
-            f"- machine: {_cpu()}, {os.cpu_count()} CPUs, {torch.get_num_threads()} torch thread, "
+            f"- machine: {hardware_info()['cpu_model']}, {os.cpu_count()} CPUs, "
+            f"{torch.get_num_threads()} torch thread, "
             f"python {platform.python_version()}, torch {torch.__version__}",
             f"- load average (1 min) at the start {load[0]:.1f}, at the end {os.getloadavg()[0]:.1f}: wall times "
             "depend on what else runs on the machine; CPU time is the process's own",
