@@ -160,7 +160,6 @@ def walkthrough(n: int, d: int, block_q: int, block_k: int, causal: bool, query_
     mask = causal_mask(n) if causal else None
     full, _ = naive_attention(q, k, v, mask)  # (n, d)
     q0, q1 = trace.query_start, trace.query_end
-    queries = torch.arange(q0, q1)
     steps, logits, rows, output = [], [], [], []
     m_before = torch.full((q1 - q0,), float("-inf"), dtype=torch.float64)
     l_before = torch.zeros(q1 - q0, dtype=torch.float64)
@@ -179,43 +178,78 @@ def walkthrough(n: int, d: int, block_q: int, block_k: int, causal: bool, query_
             }
         )
         if s.logits is not None:
-            logits.append(_logit_frame(t, s.logits, q0, s.key_start))
-        rows.append(_row_frame(t, queries, m_before, s.row_max, l_before, s.row_sum))
-        output.append(_matrix_frame(t, partial, q0))
+            logits.append((t, s.logits, s.key_start))
+        rows.append((t, m_before, s.row_max, l_before, s.row_sum))
+        output.append((t, partial))
         m_before, l_before = s.row_max, s.row_sum
-    all_rows = tiled_attention(q, k, v, **kw)
     return Walkthrough(
         steps=pd.DataFrame(steps),
-        logits=pd.concat(logits, ignore_index=True),
-        rows=pd.concat(rows, ignore_index=True),
-        output=pd.concat(output, ignore_index=True),
+        logits=_logit_frame(logits, q0),
+        rows=_row_frame(rows, q0),
+        output=_matrix_frame(output, q0),
         err_block=float((trace.output - full[q0:q1]).abs().max()),
-        err_all=float((all_rows - full).abs().max()),
+        err_all=all_rows_error(n, d, block_q, block_k, causal, seed),
     )
 
 
-def _logit_frame(step: int, logits: torch.Tensor, q0: int, k0: int) -> pd.DataFrame:
-    bq, bk = logits.shape
-    flat = logits.reshape(-1)
+def step_frames(n: int, d: int, block_q: int, block_k: int, causal: bool, query_block: int, seed: int, step: int):
+    """One step's slices of the walk: (logits, partial output, row state, the row state as the page's table prints
+    it, with m as text and −∞ for a row that has seen no key yet). Cut once per step, not on every run."""
+    w = walkthrough(n, d, block_q, block_k, causal, query_block, seed)
+    rows = w.rows[w.rows.step == step].drop(columns="step")
+    shown = rows.assign(m_before=rows.m_before.map(_m_text), m_after=rows.m_after.map(_m_text))
+    return w.logits[w.logits.step == step], w.output[w.output.step == step], rows, shown
+
+
+def _m_text(m: float) -> str:
+    return "−∞" if m == float("-inf") else f"{m:.3f}"
+
+
+def all_rows_error(n: int, d: int, block_q: int, block_k: int, causal: bool, seed: int) -> float:
+    """max |tiled_attention - naive| over all n rows: the same for every query block, so computed apart from the
+    walk of one (running every block's tiles is most of a walk's cost when the tiles are small)."""
+    q, k, v = random_qkv(n, d, seed)  # (n, d) each
+    full, _ = naive_attention(q, k, v, causal_mask(n) if causal else None)  # (n, d)
+    return float((tiled_attention(q, k, v, causal=causal, block_q=block_q, block_k=block_k) - full).abs().max())
+
+
+# The frames below are made once for the whole walk, not once per step and concatenated: ~190 small DataFrames of a
+# 64-step walk cost more than its arithmetic.
+
+
+def _logit_frame(tiles: list[tuple[int, torch.Tensor, int]], q0: int) -> pd.DataFrame:
+    """(step, logits (bq, bk), first key) of each computed tile -> step, query, key, logit (NaN if masked), masked."""
+    steps, queries, keys, flat = [], [], [], []
+    for step, logits, k0 in tiles:
+        bq, bk = logits.shape
+        steps.append(torch.full((bq * bk,), step))
+        queries.append(q0 + torch.arange(bq).repeat_interleave(bk))
+        keys.append(k0 + torch.arange(bk).repeat(bq))
+        flat.append(logits.reshape(-1))
+    flat = torch.cat(flat)
     masked = torch.isneginf(flat)
     return pd.DataFrame(
         {
-            "step": step,
-            "query": (q0 + torch.arange(bq).repeat_interleave(bk)).numpy(),
-            "key": (k0 + torch.arange(bk).repeat(bq)).numpy(),
+            "step": torch.cat(steps).numpy(),
+            "query": torch.cat(queries).numpy(),
+            "key": torch.cat(keys).numpy(),
             "logit": torch.where(masked, torch.nan, flat).numpy(),
             "masked": masked.numpy(),
         }
     )
 
 
-def _row_frame(step, queries, m_before, m_after, l_before, l_after) -> pd.DataFrame:
+def _row_frame(states: list[tuple], q0: int) -> pd.DataFrame:
+    """(step, m_before, m_after, l_before, l_after) of each step, each (bq,) -> one row per step and query."""
+    step, m_before, m_after, l_before, l_after = zip(*states, strict=True)
+    bq = len(m_before[0])
+    m_before, m_after, l_before, l_after = (torch.cat(x) for x in (m_before, m_after, l_before, l_after))
     # exp(m_old - m_new): 0 before the first visible key (the empty state is dropped), 1 if the max held
     m_safe = torch.where(torch.isfinite(m_after), m_after, torch.zeros_like(m_after))
     return pd.DataFrame(
         {
-            "step": step,
-            "query": queries.numpy(),
+            "step": torch.tensor(step).repeat_interleave(bq).numpy(),
+            "query": (q0 + torch.arange(bq)).repeat(len(step)).numpy(),
             "m_before": m_before.numpy(),
             "m_after": m_after.numpy(),
             "rescale": torch.exp(m_before - m_safe).numpy(),
@@ -225,13 +259,15 @@ def _row_frame(step, queries, m_before, m_after, l_before, l_after) -> pd.DataFr
     )
 
 
-def _matrix_frame(step: int, x: torch.Tensor, q0: int) -> pd.DataFrame:
-    rows, cols = x.shape
+def _matrix_frame(partials: list[tuple[int, torch.Tensor]], q0: int) -> pd.DataFrame:
+    """(step, partial output (bq, d)) of each step -> step, query, dim, value."""
+    step, x = zip(*partials, strict=True)
+    rows, cols = x[0].shape
     return pd.DataFrame(
         {
-            "step": step,
-            "query": (q0 + torch.arange(rows).repeat_interleave(cols)).numpy(),
-            "dim": torch.arange(cols).repeat(rows).numpy(),
-            "value": x.reshape(-1).numpy(),
+            "step": torch.tensor(step).repeat_interleave(rows * cols).numpy(),
+            "query": (q0 + torch.arange(rows).repeat_interleave(cols)).repeat(len(step)).numpy(),
+            "dim": torch.arange(cols).repeat(rows * len(step)).numpy(),
+            "value": torch.cat([p.reshape(-1) for p in x]).numpy(),
         }
     )

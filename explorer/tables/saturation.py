@@ -7,6 +7,7 @@ A one-hot p makes every entry of J vanish: a saturated softmax passes (almost) n
 
 from __future__ import annotations
 
+import math
 import re
 
 import numpy as np
@@ -15,8 +16,9 @@ import torch
 
 from attn_core._checks import check_int, check_positive
 from attn_core.naive import masked_softmax
-from attn_core.stats import entropy, jacobian_norm, random_logits, saturation_summary, softmax_jacobian
+from attn_core.stats import entropy, jacobian_norm, random_logits, softmax_jacobian
 from explorer import notes
+from explorer.charts import saturation as charts
 
 D_K_SWEEP = tuple(2**i for i in range(11))  # 1 .. 1024
 SWEEP_ROWS = 256  # queries per d_k: enough for a stable mean and median of the Jacobian norm
@@ -46,19 +48,50 @@ _FLOAT = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
 def saturation_sweep(n_keys: int, seed: int, n_rows: int = SWEEP_ROWS) -> pd.DataFrame:
     """Entropy, largest weight and Jacobian norm of softmax(logits) at T = 1 for d_k = 1..1024, unscaled and scaled.
 
-    Columns: d_k, series, entropy, max_weight, jacobian_norm (means over rows, from saturation_summary),
+    Columns: d_k, series, entropy, max_weight, jacobian_norm (means over rows, as saturation_summary computes them),
     jacobian_median (the typical row: the mean is held up by the few rows whose top logits happen to tie).
-    The scaled and unscaled logits of one d_k come from the same q and k.
+    The scaled and unscaled logits of one d_k come from the same q and k: drawn once, the scaled ones divided by
+    sqrt(d_k) as random_logits(scaled=True) divides them.
     """
     check_int("n_keys", n_keys, minimum=2)
     rows = []
     for d_k in D_K_SWEEP:
-        for series in SERIES:
-            logits = random_logits(d_k, n_rows, n_keys, scaled=series == "scaled", seed=seed)  # (n_rows, n_keys)
-            per_row = jacobian_norm(masked_softmax(logits))  # (n_rows,)
-            summary = saturation_summary(logits)
-            rows.append({"d_k": d_k, "series": series, **summary, "jacobian_median": float(per_row.quantile(0.5))})
+        unscaled = random_logits(d_k, n_rows, n_keys, scaled=False, seed=seed)  # (n_rows, n_keys)
+        for series, logits in zip(SERIES, (unscaled, unscaled / math.sqrt(d_k)), strict=True):
+            per_row = _jacobian_norms(masked_softmax(logits))  # (n_rows,)
+            rows.append(
+                {"d_k": d_k, "series": series, **_summary(logits), "jacobian_median": float(per_row.quantile(0.5))}
+            )
     return pd.DataFrame(rows)
+
+
+def _summary(logits: torch.Tensor) -> dict[str, float]:
+    """saturation_summary(logits) (T = 1), its Jacobians made a block of rows at a time: the same numbers."""
+    p = torch.softmax(logits.to(torch.float64) / 1.0, dim=-1)  # (n_rows, n_keys), as saturation_summary makes it
+    return {
+        "entropy": float(entropy(p).mean()),
+        "max_weight": float(p.amax(dim=-1).mean()),
+        "jacobian_norm": float(_jacobian_norms(p).mean()),
+    }
+
+
+def _jacobian_norms(p: torch.Tensor, block: int = 64) -> torch.Tensor:
+    """jacobian_norm(p) for (n_rows, n_keys) weights, `block` rows at a time: each row's norm is the same, but the
+    (n_rows, n_keys, n_keys) Jacobians of all 256 rows (8 MB at n = 64) were allocated and faulted in afresh for
+    every d_k, 3-10x slower than blocks of 64 rows (tests/explorer/test_tables_saturation.py proves equality)."""
+    return torch.cat([jacobian_norm(rows) for rows in p.split(block)])  # (n_rows,)
+
+
+def sweep_parts(n_keys: int, seed: int) -> dict:
+    """The sweep cut once per (n, seed), not on every run: each chart's CSV columns ("jacobian", "entropy",
+    "max_weight") and, by d_k, its two rows indexed by series for the page's metrics ("at")."""
+    df = saturation_sweep(n_keys, seed)
+    return {
+        "jacobian": df[["d_k", "series", "jacobian_norm", "jacobian_median"]],
+        "entropy": df[["d_k", "series", "entropy"]],
+        "max_weight": df[["d_k", "series", "max_weight"]],
+        "at": {d_k: rows.set_index("series") for d_k, rows in df.groupby("d_k")},
+    }
 
 
 FAR = 2.0  # the mean ‖J‖ is "far above" the median from this ratio on
@@ -143,6 +176,12 @@ def temperature_row(d_k: int, n_keys: int, temperature: float, seed: int):
     return pd.concat(rows, ignore_index=True), pd.DataFrame(now)
 
 
+def bar_rows(d_k: int, n_keys: int, temperature: float, scale: str, seed: int) -> pd.DataFrame:
+    """The weights the bar chart draws, as its CSV offers them: temperature_row's rows of one scale, with T."""
+    row, _ = temperature_row(d_k, n_keys, temperature, seed)
+    return row[row.series == scale].assign(temperature=temperature)
+
+
 def softmax_example(logits: tuple[float, ...]):
     """softmax of one short row of logits at T = 1, with its Jacobian.
 
@@ -168,6 +207,13 @@ def softmax_example(logits: tuple[float, ...]):
     others[top] = False
     stats = _row_stats(p) | {"one_minus_max": float(p[others].sum()), "top_gradient": float(jac[top, top])}
     return weights, cells, stats
+
+
+def jacobian_html(logits: tuple[float, ...]) -> str:
+    """softmax_example(logits)'s Jacobian as the page shows it: an HTML table tinted on the fixed ±JACOBIAN_LIMIT
+    scale (charts.jacobian_html), made once per row of logits, as rendering a Styler costs more than its maths."""
+    _, cells, _ = softmax_example(logits)
+    return charts.jacobian_html(cells, JACOBIAN_LIMIT)
 
 
 def notes_check() -> pd.DataFrame:

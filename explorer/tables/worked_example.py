@@ -20,6 +20,11 @@ import torch
 
 from attn_core.backward import attention_backward, attention_backward_autograd
 from attn_core.naive import naive_attention
+from explorer import notes
+from explorer.charts import worked_example as charts
+from explorer.ui.claims import computed_text
+from explorer.ui.frame import literal
+from explorer.ui.i18n import fill
 
 Matrix = tuple[tuple[float, ...], ...]
 MAX_ABS_ENTRY = 1e6  # larger entries are almost surely typos, and would overflow QK^T in the display
@@ -227,3 +232,67 @@ def reached(dk: torch.Tensor, dv: torch.Tensor) -> dict[str, int]:
         return int((g.abs().amax(dim=-1) > 1e-12 * max(1.0, float(g.abs().max()))).sum())
 
     return {"keys": moved(dk), "values": moved(dv), "n": dk.shape[0]}
+
+
+# 4. As the page prints them: the matrices and sums in LaTeX, the notes' claims in the viewer's words. Made once per
+# input for the whole server: formatting six matrices costs more than computing them.
+
+
+def forward_text(q: Matrix, k: Matrix, v: Matrix, scaled: bool, token: int) -> dict:
+    """The forward pass in LaTeX (matrices and token `token`'s expansions) and its charts' frames: cells (the
+    weights, one per row) and parts (token `token`'s output split into alpha_ij v_j)."""
+    steps = attention_steps(q, k, v, scaled)
+    detail = token_detail(q, k, v, steps, token)
+    return {
+        "scores": charts.bmatrix(steps["scores"]),
+        "dot": charts.dot_expansion(detail),
+        "scaled": charts.bmatrix(steps["scaled"]),
+        "weights": charts.bmatrix(steps["weights"].drop(columns="row sum"), 4),
+        "softmax": charts.softmax_expansion(detail),
+        "row_sums": ", ".join(f"{s:.12f}" for s in steps["weights"]["row sum"]),
+        "output": charts.bmatrix(steps["output"]),
+        "output_expansion": charts.output_expansion(detail),
+        "cells": weights_long(steps["weights"]),
+        "parts": contributions(steps["weights"], v, token),
+    }
+
+
+BACKWARD_DIGITS = {"upstream": 0, "dv": 4, "dweights": 4, "dscores": 4, "dq": 4, "dk": 4}
+
+
+def backward_text(q: Matrix, k: Matrix, v: Matrix, scaled: bool, token: int) -> dict:
+    """backward_steps(...) with its six matrices in LaTeX under "latex"."""
+    back = backward_steps(q, k, v, scaled, token)
+    return back | {"latex": {name: charts.bmatrix(back[name], n) for name, n in BACKWARD_DIGITS.items()}}
+
+
+def claims(seed: int) -> pd.DataFrame:
+    """The notes' claims checked at `seed` (explorer.notes.check_claims), kept for the page."""
+    return notes.check_claims(seed)
+
+
+def claims_shown(seed: int, verdicts: tuple, files: tuple, text: dict) -> pd.DataFrame:
+    """The claims table as the viewer reads it (their language, their headers; the numbers as computed), for the
+    chosen filters. Five columns, the place under each claim: six did not fit 1366 px even with wrapped cells.
+    Every cell escaped: st.table reads Markdown, and a formula's * or _ must stay as printed.
+    text: columns, claims, where, why, verdicts, computed, printed (the locale's notes tables)."""
+    table = claims(seed)
+    rows = table[table.verdict.isin(verdicts) & table.files.map(lambda f: any(x in f for x in files))]
+    headers = text["columns"]
+    places = [f"{literal(text['claims'][key])} — *{literal(text['where'][key])}*" for key in rows.key]
+    whys = [fill(text["why"][key], facts) for key, facts in zip(rows.key, rows.facts, strict=True)]
+    return pd.DataFrame(
+        {
+            headers["claim"]: places,
+            headers["notes"]: [
+                literal(computed_text(key, printed, facts, text["printed"]))
+                for key, printed, facts in zip(rows.key, rows.notes, rows.facts, strict=True)
+            ],
+            headers["computed"]: [
+                literal(computed_text(key, computed, facts, text["computed"]))
+                for key, computed, facts in zip(rows.key, rows.computed, rows.facts, strict=True)
+            ],
+            headers["verdict"]: [literal(text["verdicts"][v]).replace(" ", "\u00a0") for v in rows.verdict],  # one line
+            headers["why"]: [literal(why) for why in whys],
+        }
+    )

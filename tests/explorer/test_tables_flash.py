@@ -1,13 +1,14 @@
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 from helpers import rand
 from hypothesis import given
 from hypothesis import strategies as st
 
-from attn_core import causal_mask, masked_softmax, tiled_attention_trace
+from attn_core import causal_mask, masked_softmax, naive_attention, tiled_attention, tiled_attention_trace
 from explorer.tables import flash as tables
 
 sizes = {
@@ -153,6 +154,58 @@ def test_walkthrough_hides_exactly_the_keys_after_each_query():
     w = tables.walkthrough(16, 4, 8, 8, True, 1, seed=2)
     assert (w.logits.masked == (w.logits.key > w.logits["query"])).all()
     assert w.logits[w.logits.masked].logit.isna().all() and w.logits[~w.logits.masked].logit.notna().all()
+
+
+def _walk_step_by_step(n, d, block_q, block_k, causal, query_block, seed):
+    """The walk's logits, rows and partial outputs laid out one step at a time, straight from the trace (as the
+    page made them before they were built for the whole walk at once), and the error over all rows."""
+    q, k, v = tables.random_qkv(n, d, seed)
+    kw = {"causal": causal, "block_q": block_q, "block_k": block_k}
+    trace = tiled_attention_trace(q, k, v, query_block=query_block, **kw)
+    q0, q1 = trace.query_start, trace.query_end
+    logits, rows, output = [], [], []
+    m, l = torch.full((q1 - q0,), -math.inf, dtype=torch.float64), torch.zeros(q1 - q0, dtype=torch.float64)
+    for t, s in enumerate(trace.steps):
+        if s.logits is not None:
+            bq, bk = s.logits.shape
+            flat = s.logits.reshape(-1)
+            query, key = q0 + torch.arange(bq).repeat_interleave(bk), s.key_start + torch.arange(bk).repeat(bq)
+            hidden = torch.isneginf(flat)
+            frame = {
+                "step": t,
+                "query": query.numpy(),
+                "key": key.numpy(),
+                "logit": torch.where(hidden, torch.nan, flat),
+            }
+            logits.append(pd.DataFrame(frame | {"logit": frame["logit"].numpy(), "masked": hidden.numpy()}))
+        m_safe = torch.where(torch.isfinite(s.row_max), s.row_max, torch.zeros_like(s.row_max))
+        state = {"m_before": m.numpy(), "m_after": s.row_max.numpy(), "rescale": torch.exp(m - m_safe).numpy()}
+        queries = torch.arange(q0, q1).numpy()
+        rows.append(
+            pd.DataFrame({"step": t, "query": queries, **state, "l_before": l.numpy(), "l_after": s.row_sum.numpy()})
+        )
+        bq, dv = s.partial_output.shape
+        query, dim = q0 + torch.arange(bq).repeat_interleave(dv), torch.arange(dv).repeat(bq)
+        value = s.partial_output.reshape(-1).numpy()
+        output.append(pd.DataFrame({"step": t, "query": query.numpy(), "dim": dim.numpy(), "value": value}))
+        m, l = s.row_max, s.row_sum
+    full, _ = naive_attention(q, k, v, causal_mask(n) if causal else None)
+    err_all = float((tiled_attention(q, k, v, **kw) - full).abs().max())
+    return [pd.concat(f, ignore_index=True) for f in (logits, rows, output)], err_all
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [(48, 8, 8, 16, True, 3, 0), (128, 4, 2, 2, False, 17, 1), (36, 32, 32, 4, True, 1, 2), (4, 2, 4, 2, True, 0, 3)],
+)
+def test_the_walk_built_at_once_equals_the_walk_laid_out_step_by_step(settings):
+    """The walk's frames are made once for all steps (a 64-step walk made ~190 small DataFrames), and the error over
+    all rows apart from the walk of one query block: every number must stay exactly what the trace gives."""
+    w = tables.walkthrough(*settings)
+    (logits, rows, output), err_all = _walk_step_by_step(*settings)
+    for got, expected in ((w.logits, logits), (w.rows, rows), (w.output, output)):
+        pd.testing.assert_frame_equal(got, expected, check_exact=True)
+    assert w.err_all == err_all == tables.all_rows_error(*settings[:5], settings[6])
 
 
 def test_sram_working_set_counts_every_tile_buffer():
