@@ -59,6 +59,12 @@ Stopping: run_benchmark(stop=...), or `with stopping(stop):` around it, calls st
 timed and counting call, and at every ATen op of the counting call; whatever stop() raises ends the run there
 (a server's viewer who pressed Cancel or closed the tab). A run is so abandoned within one attention call, not
 one entry: the timed calls themselves are never interrupted, so what they measure stays a plain call.
+
+Host: the process that runs a benchmark may lend it a `Host` (run_benchmark(host=...), or `with hosting(host):`
+around it): what memory the process may still take (`room`, asked before each n's inputs: an entry that needs
+more is skipped, status HEADROOM_STATUS ...), what to do between entries, and a turn held for the whole run. The
+default lends nothing: this module keeps no process-wide policy (a server's line, memory limit and allocator are
+the server's: explorer.ui.heavy).
 """
 
 from __future__ import annotations
@@ -67,9 +73,7 @@ import argparse
 import contextlib
 import contextvars
 import csv
-import ctypes
 import datetime
-import gc
 import json
 import math
 import os
@@ -77,10 +81,10 @@ import platform
 import re
 import shlex
 import sys
-import threading
 import time
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, replace
 
 import torch
@@ -153,9 +157,51 @@ def stopping(stop: Stop) -> Iterator[None]:
 
 
 TIME_LIMIT_STATUS = "skipped: time limit"  # how a row skipped for the time limit begins
-# how a row begins that did not fit in what the process may still take (run_benchmark's headroom)
+# how a row begins that did not fit in what the process may still take (Host.room)
 HEADROOM_STATUS = "skipped: the process has too little memory left"
 Headroom = Callable[[], "int | None"]
+
+
+class Host:
+    """What the process running a benchmark lends it. This one lends nothing (a command-line run owns its process);
+    a server subclasses it with its own policy (explorer.ui.heavy)."""
+
+    def room(self) -> int | None:
+        """Bytes the process may still take, asked before each n's inputs are made; None: no bound beyond the
+        config's memory budget."""
+        return None
+
+    def between_entries(self) -> None:
+        """Called after each entry (a server hands the entry's freed memory back to the system here)."""
+
+    def turn(self) -> AbstractContextManager:
+        """Held for the whole run (a server lets one run at a time time its entries here)."""
+        return contextlib.nullcontext()
+
+
+class _Room(Host):
+    """The host of a run given only headroom= (the older form of Host.room)."""
+
+    def __init__(self, headroom: Headroom):
+        self._headroom = headroom
+
+    def room(self) -> int | None:
+        return self._headroom()
+
+
+_HOST: contextvars.ContextVar[Host | None] = contextvars.ContextVar("attn_core_bench_host", default=None)
+
+
+@contextlib.contextmanager
+def hosting(host: Host) -> Iterator[None]:
+    """Within the block, a run_benchmark given no host= of its own runs in `host` (as `stopping` sets stop)."""
+    token = _HOST.set(host)
+    try:
+        yield
+    finally:
+        _HOST.reset(token)
+
+
 # Every status a row may carry, as (kind, pattern): status_parts() reads one back into its kind and numbers, so
 # that a page can say it in its own words. The f-strings that write them are below; a test checks each round trip.
 _STATUS_FORMS = (
@@ -584,60 +630,36 @@ def _out_of_time(config: BenchConfig, method: str, n: int, elapsed: float) -> di
     return row
 
 
-def _release() -> None:
-    """Hand freed memory back to the OS between entries (glibc keeps it otherwise, and a server's RSS would
-    carry every entry's high-water mark into the next).
-
-    Only the young generations are collected: what an entry leaves in reference cycles is young, while a full
-    collection walks the whole heap of the process holding the GIL. In the app's server during a benchmark, the
-    full collections after each entry held it for 20-400 ms each (py-spy --gil; a thread waiting for the GIL
-    stalled up to 450 ms), every other student's rerun waiting, and found nothing to free (collected 0).
-    """
-    gc.collect(1)
-    if _LIBC is not None:
-        _LIBC.malloc_trim(0)
-
-
-def _load_libc():
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-        return libc if hasattr(libc, "malloc_trim") else None
-    except OSError:  # not glibc (macOS, musl): nothing to trim
-        return None
-
-
-_LIBC = _load_libc()
-_ONE_AT_A_TIME = threading.Lock()
-
-
 def run_benchmark(
     config: BenchConfig,
     progress: Progress | None = None,
     headroom: Headroom | None = None,
     stop: Stop | None = None,
+    *,
+    host: Host | None = None,
 ) -> list[dict]:
     """One row (keys ROW_FIELDS) per (n, method), in that order; never raises for one entry.
 
     progress(done, total, label) is called before each entry, label naming it, and once at the end
     with done == total: enough to drive a progress bar. With config.time_limit_s, the sizes after the
     first that would start once the limit has passed are skipped (status TIME_LIMIT_STATUS ...).
-    Runs in one process take turns (a second caller waits): the budget then bounds the whole process,
-    and no run times its entries against another's.
-    headroom() -> the bytes the process may still take (a server's memory less what it holds now), or None for
-    no bound; asked before each n's inputs are made: an entry that needs more (inputs included) is skipped
-    (status HEADROOM_STATUS ...). The budget bounds what one entry may take, the headroom what the process may.
+    host (default: the one `hosting` set, else one lending nothing): host.turn() is held for the whole run;
+    host.room() is asked before each n's inputs are made: an entry that needs more (inputs included) is skipped
+    (status HEADROOM_STATUS ...), so the budget bounds what one entry may take, the room what the process may;
+    host.between_entries() follows each entry. headroom (older form): a host whose room() is headroom().
     stop() (default: the one `stopping` set, else none) is called before every call the run makes (and at every op
     of the memory-counting call): what it raises ends the run at once.
     """
     rows, total = [], len(config.ns) * len(config.methods)
     budget, stop = config.memory_budget_mb * 2**20, stop or _STOP.get()
-    with _ONE_AT_A_TIME, memory_budget(config.memory_budget_mb):  # the library's own guard agrees with the skips
+    host = host or (_Room(headroom) if headroom is not None else _HOST.get() or Host())
+    with host.turn(), memory_budget(config.memory_budget_mb):  # the library's own guard agrees with the skips
         limit, start = config.time_limit_s, time.perf_counter()
         for i, n in enumerate(config.ns):
             elapsed = time.perf_counter() - start
             late = i > 0 and limit is not None and elapsed > limit
             at_n = config.at_length(n)
-            room = None if late or headroom is None else headroom()
+            room = None if late else host.room()
             allowed = budget if room is None else min(budget, room)
             fits = not late and any(estimated_bytes(m, at_n, n) <= allowed for m in config.methods)
             qkv = _inputs(at_n, n) if fits else None  # never made when no entry could use them
@@ -647,7 +669,7 @@ def run_benchmark(
                 rows.append(
                     _out_of_time(at_n, method, n, elapsed) if late else _entry(at_n, method, n, qkv, room, stop)
                 )
-                _release()
+                host.between_entries()
             del qkv  # free this n's inputs before the next, larger ones
             _compare_with_sdpa(rows[-len(config.methods) :])
     if progress is not None:

@@ -37,7 +37,7 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 from streamlit.runtime.scriptrunner_utils.exceptions import RerunException, StopException
 from streamlit.runtime.scriptrunner_utils.script_run_context import get_run_yield_check
 
-from attn_core.bench import stopping
+from attn_core.bench import Host, hosting, stopping
 from explorer.ui.i18n import t
 
 POLL_S = 0.5  # how often a waiting run wakes to report its place (and to notice it was stopped)
@@ -49,16 +49,18 @@ class Full(RuntimeError):
 
 
 class Line:
-    """A first-come, first-served line in front of `slots` places; an owner whose computation just ended keeps
-    its place for KEEP_S seconds, for its next part."""
+    """A first-come, first-served line in front of `slots` places: the one implementation of the server's lines.
+    place() holds a place for a computation in the caller's thread (a benchmark's part); a subclass may admit its
+    own tickets with _enter/_start/_leave (explorer.ui.training.TrainingLine: runs trained by its own workers).
+    An owner whose computation just ended keeps its place for KEEP_S seconds, for its next part."""
 
     def __init__(self, slots: int, max_waiting: int):
         if slots < 1 or max_waiting < 0:
             raise ValueError(f"slots must be >= 1 and max_waiting >= 0, got {slots} and {max_waiting}")
         self.slots, self.max_waiting = slots, max_waiting
         self._cond = threading.Condition()
-        self._running = 0
-        self._waiting: list[object] = []
+        self._running: list = []  # the tickets holding a place now
+        self._waiting: list = []  # the tickets waiting, in line order
         self._kept: dict[object, float] = {}  # owner -> until when (time.monotonic()) its place is kept
 
     def _kept_for_others(self, owner: object) -> tuple[int, float]:
@@ -71,40 +73,61 @@ class Line:
     def state(self) -> tuple[int, int]:
         """(running, waiting) now."""
         with self._cond:
-            return self._running, len(self._waiting)
+            return len(self._running), len(self._waiting)
+
+    def _enter(self, ticket: object, first: bool = False) -> None:
+        """`ticket` at the end of the line (`first`: at its head, never refused); Full when every place is taken
+        and max_waiting wait already. The lock held."""
+        if first:
+            self._waiting.insert(0, ticket)
+            return
+        if len(self._waiting) >= self.max_waiting and len(self._running) >= self.slots:
+            raise Full(f"{len(self._waiting)} are already waiting")
+        self._waiting.append(ticket)
+
+    def _start(self, ticket: object) -> None:
+        """`ticket` from the line to a place; the lock held."""
+        self._waiting.remove(ticket)
+        self._running.append(ticket)
+
+    def _leave(self, ticket: object) -> None:
+        """`ticket` out of the line or its place, and the waiting woken; the lock held."""
+        for tickets in (self._running, self._waiting):
+            if ticket in tickets:
+                tickets.remove(ticket)
+        self._cond.notify_all()
+
+    def _place_of(self, ticket: object) -> tuple[int, int]:
+        """(place, ahead): 1 = next to start, 0 when holding a place or gone; ahead = those running or waiting
+        before it. The lock held."""
+        if ticket not in self._waiting:
+            return 0, 0
+        waiting_ahead = self._waiting.index(ticket)
+        return waiting_ahead + 1, waiting_ahead + len(self._running)
 
     @contextlib.contextmanager
     def place(self, on_wait: Callable[[int], None] | None = None, owner: object = None) -> Iterator[None]:
         """Wait for a place, then hold it in the block. `owner` (a viewer's session, say): see KEEP_S."""
         ticket = object()
         with self._cond:
-            returning = owner is not None and self._kept.get(owner, 0.0) > time.monotonic()
-            if not returning and len(self._waiting) >= self.max_waiting and self._running >= self.slots:
-                raise Full(f"{len(self._waiting)} computations are already waiting")
-            if returning:
-                self._waiting.insert(0, ticket)
-            else:
-                self._waiting.append(ticket)
+            self._enter(ticket, first=owner is not None and self._kept.get(owner, 0.0) > time.monotonic())
         try:
             while True:
                 with self._cond:
                     kept, lapse_s = self._kept_for_others(owner)
-                    waiting_ahead = self._waiting.index(ticket)
-                    if waiting_ahead == 0 and self._running + kept < self.slots:
-                        self._waiting.pop(0)
-                        self._running += 1
+                    place, ahead = self._place_of(ticket)
+                    if place == 1 and len(self._running) + kept < self.slots:
+                        self._start(ticket)
                         self._kept.pop(owner, None)
                         break
-                    ahead = waiting_ahead + self._running + kept  # those in line before it, running, or coming back
+                    ahead += kept  # those in line before it, running, or coming back
                 if on_wait is not None:
                     on_wait(ahead)
                 with self._cond:
                     self._cond.wait(min(POLL_S, max(lapse_s, 0.01)))
         except BaseException:
             with self._cond:
-                if ticket in self._waiting:
-                    self._waiting.remove(ticket)
-                self._cond.notify_all()
+                self._leave(ticket)
             raise
         try:
             yield
@@ -113,10 +136,9 @@ class Line:
             raise
         finally:
             with self._cond:
-                self._running -= 1
                 if owner is not None:
                     self._kept[owner] = time.monotonic() + KEEP_S
-                self._cond.notify_all()
+                self._leave(ticket)
 
 
 def slots(variable: str = "ATTN_HEAVY_SLOTS", default: int = 1) -> int:
@@ -141,6 +163,16 @@ def _server_memory_mb() -> float:
     return value
 
 
+def _load_libc():
+    try:
+        return ctypes.CDLL("libc.so.6")
+    except OSError:  # not glibc (macOS, musl): no allocator to tune or trim
+        return None
+
+
+_LIBC = _load_libc()
+
+
 _M_MMAP_THRESHOLD, _M_ARENA_MAX = -3, -8  # glibc's mallopt() parameters (malloc.h)
 
 
@@ -151,13 +183,9 @@ def settle_allocator() -> bool:
     rerun in a thread of its own). Measured with 30 students at a human pace, two of them running the heaviest
     benchmark (benchmarks/load_test_heavy.md): the same settings as environment variables took the server's peak
     RSS from 984 to 853 MB and its baseline from 578 to 551 MB. False where the C library is not glibc."""
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-    except OSError:
+    if _LIBC is None or not hasattr(_LIBC, "mallopt"):
         return False
-    if not hasattr(libc, "mallopt"):
-        return False
-    return libc.mallopt(_M_MMAP_THRESHOLD, 1 << 20) == 1 and libc.mallopt(_M_ARENA_MAX, 2) == 1
+    return _LIBC.mallopt(_M_MMAP_THRESHOLD, 1 << 20) == 1 and _LIBC.mallopt(_M_ARENA_MAX, 2) == 1
 
 
 # Decorated here, once per process, not in app.py: a decorator there runs on every run of every page, making the
@@ -175,6 +203,34 @@ def settle_process() -> None:
     # what it left alive (Triton's nanobind module, imported by a GPU server or a test) then reports each object.
     atexit.unregister(gc.unfreeze)  # once, whatever the number of times the cache is cleared
     atexit.register(gc.unfreeze)
+
+
+def give_back_memory() -> None:
+    """Hand freed memory back to the system between two benchmark entries: glibc keeps it otherwise, and the
+    server's RSS would carry every entry's high-water mark into the next. Only the young generations are collected:
+    what an entry leaves in reference cycles is young, while a full collection walks the whole heap holding the GIL
+    (every other student's rerun waiting; benchmarks/load_test_heavy.md)."""
+    gc.collect(1)
+    if _LIBC is not None and hasattr(_LIBC, "malloc_trim"):
+        _LIBC.malloc_trim(0)
+
+
+_ONE_BENCHMARK = threading.Lock()
+
+
+class ServerHost(Host):
+    """The server's policy for a benchmark run in a heavy slot (attn_core.bench.Host): the memory the process may
+    still take (headroom), freed memory given back after each entry, and one benchmark timing its entries at a time
+    even with several slots (two at once would time each other)."""
+
+    def room(self) -> int | None:
+        return headroom()
+
+    def between_entries(self) -> None:
+        give_back_memory()
+
+    def turn(self) -> contextlib.AbstractContextManager:
+        return _ONE_BENCHMARK
 
 
 def resident_bytes() -> int | None:
@@ -355,7 +411,8 @@ def heavy_slot(on_wait: Callable[[int], None] | None = None) -> Iterator[None]:
 
     The viewer's session owns the place: its next part, asked for within KEEP_S, goes first. A benchmark run in
     the block checks stop_check() before each of its calls (attn_core.bench.stopping), so a cancelled or
-    abandoned one leaves the slot within one attention call."""
+    abandoned one leaves the slot within one attention call, and runs in the server's host (ServerHost)."""
     ctx = get_script_run_ctx()
-    with server_line().place(on_wait, owner=ctx.session_id if ctx is not None else None), stopping(stop_check()):
+    owner = ctx.session_id if ctx is not None else None
+    with server_line().place(on_wait, owner=owner), stopping(stop_check()), hosting(ServerHost()):
         yield

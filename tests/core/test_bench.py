@@ -219,18 +219,33 @@ def test_entries_over_the_budget_with_their_inputs_are_skipped_and_inputs_not_ma
     assert all(r["input_bytes"] == 3 * 2 * 4096 * 16 * 4 for r in rows)
 
 
+class Tight(bench.Host):
+    """A host with 2 MiB left that records when it was asked (by how many n's inputs were made then) and what
+    happened between and around the entries."""
+
+    def __init__(self, made: list):
+        self.made, self.asked, self.between, self.turns = made, [], 0, 0
+
+    def room(self):
+        self.asked.append(len(self.made))
+        return 2 * 2**20
+
+    def between_entries(self):
+        self.between += 1
+
+    def turn(self):
+        self.turns += 1
+        return super().turn()
+
+
 def test_entries_that_do_not_fit_in_the_processs_headroom_are_skipped_and_inputs_not_made(monkeypatch):
-    """headroom() is asked once per n, before its inputs: with 2 MiB left, n = 64 fits for every method, n = 1024
+    """host.room() is asked once per n, before its inputs: with 2 MiB left, n = 64 fits for every method, n = 1024
     (inputs 0.375 MiB, naive's three score copies 24 MiB) for tiled and SDPA only, n = 4096 for none."""
     made, make = [], bench._inputs
     monkeypatch.setattr(bench, "_inputs", lambda config, n: made.append(n) or make(config, n))
-    asked = []
-
-    def headroom():
-        asked.append(len(made))
-        return 2 * 2**20
-
-    rows = run_benchmark(small(ns=(64, 1024, 4096), repeats=1), headroom=headroom)
+    host = Tight(made)
+    rows = run_benchmark(small(ns=(64, 1024, 4096), repeats=1), host=host)
+    asked = host.asked
     status = {(r["method"], r["n"]): r["status"] for r in rows}
     assert asked == [0, 1, 2] and made == [64, 1024]
     assert all(status[(m, 64)] == "ok" for m in ("naive", "naive_masked", "tiled", "sdpa"))
@@ -238,6 +253,24 @@ def test_entries_that_do_not_fit_in_the_processs_headroom_are_skipped_and_inputs
     for key in [("naive", 1024), ("naive_masked", 1024)] + [(m, 4096) for m in ("naive", "tiled", "sdpa")]:
         assert status[key].startswith(bench.HEADROOM_STATUS) and "~2 MiB left" in status[key]
     assert run_benchmark(small(ns=(64,), repeats=1), headroom=lambda: None)[0]["status"] == "ok"  # None: no bound
+    assert run_benchmark(small(ns=(64,), repeats=1), host=bench.Host())[0]["status"] == "ok"  # the default: none
+    assert host.between == len(rows) and host.turns == 1  # after every entry; one turn for the whole run
+
+
+def test_the_library_keeps_no_server_policy_of_its_own(monkeypatch):
+    """Without a host the run collects no garbage, trims no heap and takes no process-wide lock (a server's line
+    does, explorer.ui.heavy.ServerHost); `hosting` lends a host to every run inside it, host= overrides it."""
+    collected = []
+    monkeypatch.setattr("gc.collect", lambda *a: collected.append(a) or 0)
+    assert not hasattr(bench, "_ONE_AT_A_TIME") and not hasattr(bench, "_release")
+    rows = run_benchmark(small(ns=(64,), repeats=1))
+    assert collected == [] and all(r["status"] == "ok" for r in rows)
+    outer, inner = Tight([]), Tight([])
+    with bench.hosting(outer):
+        run_benchmark(small(ns=(64,), repeats=1))
+        run_benchmark(small(ns=(64,), repeats=1), host=inner)
+    run_benchmark(small(ns=(64,), repeats=1))
+    assert (outer.turns, len(outer.asked), inner.turns) == (1, 1, 1)
 
 
 @pytest.mark.parametrize(

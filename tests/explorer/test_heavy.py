@@ -188,6 +188,28 @@ def test_heavy_slot_hands_its_stop_check_to_the_benchmark(monkeypatch):
     assert len(asked) == inside  # outside the slot nobody asks
 
 
+def test_a_benchmark_in_a_heavy_slot_runs_under_the_servers_policy(monkeypatch):
+    """The server's policy, no longer the library's: inside heavy_slot a benchmark's room is heavy.headroom (what
+    the server may still take), freed memory is given back after each entry, and one benchmark times its entries
+    at a time (ServerHost.turn: one lock for the process)."""
+    import gc
+
+    from attn_core.bench import HEADROOM_STATUS, BenchConfig, run_benchmark
+
+    collected = []
+    monkeypatch.setattr(gc, "collect", lambda *a: collected.append(a) or 0)
+    monkeypatch.setattr(heavy, "headroom", lambda: 0)
+    heavy.server_line.clear()
+    config = BenchConfig(ns=(64,), d=16, heads=1, methods=("naive", "tiled"), repeats=1, warmup=0)
+    with heavy.heavy_slot():
+        rows = run_benchmark(config)
+        assert heavy.ServerHost().turn() is heavy.ServerHost().turn()  # one turn for every session's benchmark
+    assert all(r["status"].startswith(HEADROOM_STATUS) for r in rows)
+    assert collected == [(1,), (1,)]  # after each entry, the young generations only
+    collected.clear()
+    assert run_benchmark(config)[0]["status"] == "ok" and collected == []  # outside a slot: no policy
+
+
 def test_the_resting_floor_is_the_least_sample_of_its_window():
     floor = heavy.Floor(window_s=10)
     assert floor.low() is None
