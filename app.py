@@ -15,11 +15,12 @@ router.load_modules()  # one thread imports every page's modules, once per proce
 import torch  # loaded above already: from here on, imports only name what the router uses
 
 from explorer.ui.connection import connection_words
-from explorer.ui.frame import lesson_bar, log_run_cpu, page_title, share_panel, sidebar, sidebar_hidden
 from explorer.ui.glossary import CURRENT
 from explorer.ui.heavy import settle_process
 from explorer.ui.i18n import language, t
+from explorer.ui.page import log_run_cpu
 from explorer.ui.registry import PAGES, SECTIONS
+from explorer.ui.sidebar import lesson_bar, page_title, share_panel, sidebar, sidebar_hidden
 from explorer.ui.state import publish_hidden, url_notices
 
 # The pages' tensors are small: one thread per op wastes no time waking a pool and lets 30 sessions

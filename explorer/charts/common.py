@@ -4,13 +4,10 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 from collections.abc import Mapping
 
 import altair as alt
 import pandas as pd
-import pyarrow as pa
-from streamlit import dataframe_util
 
 HEIGHT = 280
 # Colour-blind-safe pairs: unscaled/scaled and theory lines are recognisable on every page.
@@ -38,53 +35,6 @@ def to_spec(chart: alt.TopLevelMixin, *, validate: bool | None = None) -> dict:
     if config.get("view") == _DEFAULT_VIEW:
         del config["view"]
     return {**spec, "config": config} if config else spec
-
-
-# --- the server's path: data as Arrow, never as rows of JSON -------------------------------------------------------
-# Altair turns every DataFrame of a chart into rows of Python values (checking each column's type), then names each
-# dataset by a SHA-256 of those rows dumped to sorted JSON; Streamlit then turns the rows back into a DataFrame and
-# that into Arrow. Profiled on the equivariance page, that round trip was 80% of building its charts. to_wire_spec
-# names each frame by its place in the chart instead and encodes it to Arrow once, straight from pandas.
-_BUILDING = threading.local()  # the frames of the chart to_wire_spec is building in this thread: id -> (name, frame)
-
-
-def _named_frames(data, **options):
-    """Altair's data transformer: inside to_wire_spec a DataFrame becomes a reference to a named dataset (the same
-    frame in two layers, one dataset); anywhere else, Altair's own transformer."""
-    frames = getattr(_BUILDING, "frames", None)
-    if frames is None or not isinstance(data, pd.DataFrame):
-        return _ALTAIR_TRANSFORMER(data)
-    name, _ = frames.setdefault(id(data), (f"data-{len(frames)}", data))
-    return {"name": name}
-
-
-_ALTAIR_TRANSFORMER = alt.data_transformers.get()  # Altair's default, without its row limit (disabled above)
-alt.data_transformers.register("attn_named_frames", _named_frames)
-alt.data_transformers.enable("attn_named_frames")
-
-
-def arrow_bytes(frame: pd.DataFrame) -> bytes:
-    """A frame as the Arrow IPC stream Streamlit sends a chart's dataset in (its index left out, as Altair does)."""
-    try:
-        table = pa.Table.from_pandas(frame, preserve_index=False)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):  # mixed objects: Streamlit's fixes
-        return dataframe_util.convert_anything_to_arrow_bytes(frame.reset_index(drop=True))
-    return dataframe_util.convert_arrow_table_to_arrow_bytes(table)
-
-
-def to_wire_spec(chart: alt.TopLevelMixin, *, validate: bool | None = None) -> dict:
-    """to_spec(chart) with its datasets as Arrow bytes, made from the frames directly: what st.vega_lite_chart sends.
-    The datasets are named data-0, data-1, ... in the order the chart meets its frames."""
-    _BUILDING.frames = frames = {}
-    try:
-        spec = to_spec(chart, validate=validate)
-    finally:
-        _BUILDING.frames = None
-    if frames:
-        datasets = dict(spec.get("datasets") or {})  # inline dicts of values, named by Altair
-        datasets.update((name, arrow_bytes(frame)) for name, frame in frames.values())
-        spec = {**spec, "datasets": datasets}
-    return spec
 
 
 def color_scale(domain: list[str]) -> alt.Scale:

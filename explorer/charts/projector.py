@@ -1,6 +1,6 @@
 """Projector mode for a chart: the same Vega-Lite spec, readable from the back of a classroom.
 
-One function for every chart of the app, applied by the frame (explorer.ui.frame.chart), never by a page:
+One function for every chart of the app, applied by explorer.ui.draw.chart, never by a page:
 - a `config` sets every axis, legend, header, title and text mark to at least PROJECTOR_FONT px, black on white;
 - sizes a builder wrote into the spec grow together: plot widths, heights and band steps, explicit font sizes,
   text offsets and point areas, by one factor per chart (at least SCALE, more where a builder chose a small font

@@ -10,11 +10,11 @@ from __future__ import annotations
 import functools
 import pathlib
 import re
-import threading
 import tomllib
 
 import streamlit as st
-from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+from explorer.ui.internals import this_run
 
 LANGUAGES = {"en": "English", "zh": "简体中文"}
 DEFAULT = "en"
@@ -55,23 +55,6 @@ def fill(text: str, values: dict) -> str:
         return format(values[name], spec) if name in values else m.group(0)
 
     return _FIELD.sub(one, text) if values else text
-
-
-# Things worth keeping for the rest of one run, such as the language: a page asks for a hundred strings or more, and
-# each read of st.session_state costs tens of microseconds. A run is told apart by its context's `cursors`, a dict
-# Streamlit makes afresh at the start of every run (fragment runs included).
-_this_run = threading.local()
-
-
-def this_run() -> dict:
-    """A dict that lives as long as the run in progress (a new one in the next run; an empty, unkept one outside a
-    run): what a run looks up once and asks for again."""
-    ctx = get_script_run_ctx(suppress_warning=True)
-    if ctx is None:
-        return {}
-    if getattr(_this_run, "run", None) is not ctx.cursors:
-        _this_run.run, _this_run.kept = ctx.cursors, {}
-    return _this_run.kept
 
 
 def language() -> str:

@@ -10,9 +10,9 @@ import pathlib
 import threading
 
 import streamlit as st
-from streamlit.runtime.scriptrunner import StopException
 
 from explorer.ui.i18n import DEFAULT, LANGUAGES, browser_language, catalog
+from explorer.ui.internals import StopException
 from explorer.ui.registry import PAGES
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]

@@ -16,11 +16,9 @@ import re
 from collections.abc import Callable, Sequence
 
 import streamlit as st
-from streamlit.runtime.scriptrunner import get_script_run_ctx
-from streamlit.runtime.state import get_session_state
-from streamlit.runtime.state.common import user_key_from_element_id
 
 from explorer.ui.i18n import t
+from explorer.ui.internals import history_navigation, widget_keys_sent
 
 MAX_URL_VALUE = 200  # characters: longer values are refused before parsing
 _KEPT = "_kept_controls"  # {key: value} of every control seen in this session
@@ -109,17 +107,12 @@ def _sent_by_browser() -> frozenset[str]:
     A tab that outlived its session (a server restart, a laptop asleep past the session's lifetime) reconnects
     to a new session and sends every widget's value with its next run: that value, maybe just moved, is newer
     than the address bar the new session has never seen. Streamlit 1.67 keeps them by widget id until the widget
-    is drawn (no public call reads them earlier); an id ends with the user key (common.user_key_from_element_id).
+    is drawn (no public call reads them earlier): internals.widget_keys_sent reads them.
     Not on the browser's back or forward button: then the address is what the student asked for.
     """
-    ctx = get_script_run_ctx()
-    if ctx is None or ctx.is_history_navigation:
+    if history_navigation():
         return frozenset()
-    try:
-        sent = get_session_state()._state._new_widget_state.states
-    except AttributeError:  # another Streamlit inside: fall back to the URL winning, as before
-        return frozenset()
-    return frozenset(user_key_from_element_id(widget_id) for widget_id in sent)
+    return widget_keys_sent()
 
 
 def _restore(key: str, parse: Callable[[str], object]) -> None:

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from app_helpers import assert_clean, open_link
 
-from explorer.ui import frame
+from explorer.ui import draw
 
 # the pages whose chart exports a student of the 中文 pages opens first (the claim-card pages)
 PAGES = ("views/masks.py", "views/equivariance.py", "views/worked_example.py", "views/scaling.py", "views/induction.py")
@@ -23,14 +23,14 @@ def english_words(header: str) -> set[str]:
 
 def exported_csvs(monkeypatch, page: str, lang: str) -> list[str]:
     """Every chart CSV the page offers, made as a click on its button would make it."""
-    makers, original = [], frame.pinned
+    makers, original = [], draw.pinned
 
     def spy(make, mime, file_name):
         if mime == "text/csv":
             makers.append(make)
         return original(make, mime, file_name)
 
-    monkeypatch.setattr(frame, "pinned", spy)
+    monkeypatch.setattr(draw, "pinned", spy)
     assert_clean(open_link(page, {"lang": lang}))
     return [make() for make in makers]
 
@@ -53,9 +53,9 @@ def test_an_english_page_keeps_the_code_s_column_names(monkeypatch):
 
 def test_the_headers_change_and_the_values_do_not():
     data = pd.DataFrame({"time_ms": [1.25, 3.5], "n": [128, 256], "method": ["naive", "tiled"]})
-    text = frame.csv_text(data, {"time_ms": "时间_ms", "method": "方法"})
+    text = draw.csv_text(data, {"time_ms": "时间_ms", "method": "方法"})
     assert text.startswith("\ufeff")  # Excel reads the file as UTF-8 only after this mark
     back = pd.read_csv(io.BytesIO(text.encode("utf-8")), encoding="utf-8-sig")
     assert list(back.columns) == ["时间_ms", "n", "方法"]
     assert back.to_numpy().tolist() == data.to_numpy().tolist()
-    assert frame.csv_text(data, {}) == data.to_csv(index=False)  # English: the file as before, no mark
+    assert draw.csv_text(data, {}) == data.to_csv(index=False)  # English: the file as before, no mark

@@ -175,13 +175,13 @@ def test_the_store_drops_the_least_recently_used():
 
 def test_a_run_asks_a_table_once_and_the_next_run_asks_again(monkeypatch):
     """Within one run the same call answers with the same objects; a new run (new cursors) starts afresh."""
-    from explorer.ui import i18n
+    from explorer.ui import i18n, internals
 
     class Context:
         cursors: dict = {}
 
     ctx = Context()
-    monkeypatch.setattr(i18n, "get_script_run_ctx", lambda suppress_warning=False: ctx)
+    monkeypatch.setattr(internals, "get_script_run_ctx", lambda suppress_warning=False: ctx)
     table = frame.table(weights_table, 8)
     ctx.cursors = {}
     first = table(4)
