@@ -117,3 +117,34 @@ def measured_vs_theory_loglog(
     )
     now = alt.Chart(pd.DataFrame({x: [current]})).mark_rule(color="#7570b3", strokeDash=[2, 2]).encode(x=x_enc)
     return (theory + bars + points + now).properties(title=title, height=HEIGHT)
+
+
+def head_maps(
+    cells: pd.DataFrame,
+    side: int,
+    text: Mapping[str, str],
+    *,
+    x: alt.X,
+    y: alt.Y,
+    tooltip: list,
+    header_size: int | None = None,
+):
+    """Each head's attention map, two panels a row headed "head h": one square of `side` px per head, the
+    weight on one 0..1 colour scale for every head, so that panels compare.
+
+    cells: head, weight and the fields of x, y and tooltip. text: title, head, weight."""
+    size = alt.Undefined if header_size is None else header_size
+    header = alt.Header(labelExpr=prefixed_header(text["head"]), labelFontSize=size)
+    return (
+        alt.Chart(cells)
+        .mark_rect()
+        .encode(
+            x=x,
+            y=y,
+            color=alt.Color("weight:Q", scale=alt.Scale(scheme="blues", domain=[0, 1]), title=text["weight"]),
+            tooltip=tooltip,
+        )
+        .properties(width=side, height=side)
+        .facet(facet=alt.Facet("head:O", title=None, header=header), columns=2)
+        .properties(title=text["title"])
+    )

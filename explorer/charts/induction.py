@@ -12,7 +12,7 @@ from collections.abc import Mapping
 import altair as alt
 import pandas as pd
 
-from explorer.charts.common import HEIGHT, label_expr, named_color, prefixed_header
+from explorer.charts.common import HEIGHT, head_maps, label_expr, named_color
 
 SHOWN = "#7570b3"  # the rule at the snapshot shown (the learning pages' colour)
 PHASE = "#7a0177"  # the rule at a phase change
@@ -121,31 +121,22 @@ def probe_maps(cells: pd.DataFrame, n: int, text: Mapping[str, str]):
     head, query, key, weight, token."""
     ticks = list(range(0, n, 8))
     cell = 3 if n > 40 else 6
-    return (
-        alt.Chart(cells)
-        .mark_rect()
-        .encode(
-            x=alt.X("key:O", title=text["key"], axis=alt.Axis(values=ticks, labelAngle=0)),
-            y=alt.Y("query:O", title=text["query"], axis=alt.Axis(values=ticks)),
-            color=alt.Color("weight:Q", scale=alt.Scale(scheme="blues", domain=[0, 1]), title=text["weight"]),
-            tooltip=[
-                alt.Tooltip("query:O", title=text["query"]),
-                alt.Tooltip("q_token:O", title=text["token"]),
-                alt.Tooltip("key:O", title=text["key"]),
-                alt.Tooltip("k_token:O", title=text["token"]),
-                alt.Tooltip("weight:Q", title=text["weight"], format=".3f"),
-            ],
-        )
-        .properties(width=cell * n, height=cell * n)
-        .facet(
-            facet=alt.Facet(
-                "head:O", title=None, header=alt.Header(labelExpr=prefixed_header(text["head"]), labelFontSize=12)
-            ),
-            columns=2,
-        )
-        .properties(title=text["title"])
-        .configure_legend(orient="right")
-    )
+    tooltip = [
+        alt.Tooltip("query:O", title=text["query"]),
+        alt.Tooltip("q_token:O", title=text["token"]),
+        alt.Tooltip("key:O", title=text["key"]),
+        alt.Tooltip("k_token:O", title=text["token"]),
+        alt.Tooltip("weight:Q", title=text["weight"], format=".3f"),
+    ]
+    return head_maps(
+        cells,
+        cell * n,
+        text,
+        x=alt.X("key:O", title=text["key"], axis=alt.Axis(values=ticks, labelAngle=0)),
+        y=alt.Y("query:O", title=text["query"], axis=alt.Axis(values=ticks)),
+        tooltip=tooltip,
+        header_size=12,
+    ).configure_legend(orient="right")
 
 
 def knockouts(df: pd.DataFrame, text: Mapping[str, str], names: Mapping[str, str]):

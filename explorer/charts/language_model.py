@@ -11,7 +11,7 @@ from collections.abc import Mapping
 import altair as alt
 import pandas as pd
 
-from explorer.charts.common import HEIGHT, label_expr, prefixed_header
+from explorer.charts.common import HEIGHT, head_maps, label_expr
 
 REPEATED_COLORS = {"repeated": "#1b9e77", "first_seen": "#d95f02"}
 # A single view given no autosize gets Streamlit's {"type": "fit", "contains": "padding"}: title, axes and legend
@@ -30,26 +30,19 @@ def layer_maps(cells: pd.DataFrame, n: int, text: Mapping[str, str]):
     # at least MIN_MAP px a side: below that the axis titles, wider than the map, ran into the next head's
     cell = max(3, min(10, 360 // max(n, 1)), -(-MIN_MAP // max(n, 1)))
     axis = alt.Axis(labels=n <= 40, ticks=n <= 40, labelFontSize=9, labelAngle=0, labelOverlap=True)
-    return (
-        alt.Chart(cells)
-        .mark_rect()
-        .encode(
-            x=alt.X("key:O", title=text["key"], scale=alt.Scale(domain=list(range(n))), axis=axis),
-            y=alt.Y("query:O", title=text["query"], scale=alt.Scale(domain=list(range(n))), axis=axis),
-            color=alt.Color("weight:Q", scale=alt.Scale(scheme="blues", domain=[0, 1]), title=text["weight"]),
-            tooltip=[
-                alt.Tooltip("head:O", title=text["head"]),
-                alt.Tooltip("q_label:N", title=text["query"]),
-                alt.Tooltip("k_label:N", title=text["key"]),
-                alt.Tooltip("weight:Q", title=text["weight"], format=".3f"),
-            ],
-        )
-        .properties(width=cell * n, height=cell * n)
-        .facet(
-            facet=alt.Facet("head:O", title=None, header=alt.Header(labelExpr=prefixed_header(text["head"]))),
-            columns=2,
-        )
-        .properties(title=text["title"])
+    tooltip = [
+        alt.Tooltip("head:O", title=text["head"]),
+        alt.Tooltip("q_label:N", title=text["query"]),
+        alt.Tooltip("k_label:N", title=text["key"]),
+        alt.Tooltip("weight:Q", title=text["weight"], format=".3f"),
+    ]
+    return head_maps(
+        cells,
+        cell * n,
+        text,
+        x=alt.X("key:O", title=text["key"], scale=alt.Scale(domain=list(range(n))), axis=axis),
+        y=alt.Y("query:O", title=text["query"], scale=alt.Scale(domain=list(range(n))), axis=axis),
+        tooltip=tooltip,
     )
 
 
