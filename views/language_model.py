@@ -4,22 +4,15 @@ import streamlit as st
 
 from explorer.charts import language_model as charts
 from explorer.tables import language_model as tables
-from explorer.ui import state as controls
-from explorer.ui.frame import chart, formula, friendly_errors, header, literal, notice, predict_first, spec_of, table
+from explorer.ui import state
+from explorer.ui.draw import chart
 from explorer.ui.i18n import t, td, tl
+from explorer.ui.page import formula, friendly_errors, header, literal, notice, predict_first
 
 EXAMPLES = tables.EXAMPLES
 DEFAULT_TEXT = EXAMPLES["repeat"]
 OWN = "own"
 SECTIONS = tuple(f"language_model.sections.{k}" for k in ("maps", "heads", "next", "large"))
-
-layer_cells = table(tables.layer_cells, 64)
-head_table = table(tables.head_table, 32)
-positions = table(tables.positions, 32)
-next_characters = table(tables.next_characters, 32)
-loss_split = table(tables.loss_split, 32)
-long_scores = table(tables.long_scores, 32)
-entropy_by_layer = table(tables.entropy_by_layer, 32)
 
 
 def read_text(text: str) -> str | None:
@@ -57,20 +50,27 @@ def strongest(heads, score: str) -> tuple[str, float]:
 def maps_section(text: str) -> None:
     st.subheader(t("language_model.sections.maps"), anchor="maps")
     for layer in range(1, tables.layers() + 1):
-        cells = layer_cells(text, layer)
+        cells = tables.layer_cells(text, layer)
         words = td("language_model.charts.maps") | {"title": t("language_model.charts.maps.title", layer=layer)}
-        spec = spec_of(charts.layer_maps, cells, len(text), words)
-        chart(spec, cells, f"lm_maps_layer{layer}", width="content")
+        chart(charts.layer_maps, cells, len(text), words, name=f"lm_maps_layer{layer}", data=cells, width="content")
     st.caption(t("language_model.maps_caption", cut=tables.SHOWN_WEIGHT))
 
 
 def heads_section(text: str) -> None:
     st.subheader(t("language_model.sections.heads"), anchor="heads")
-    heads = head_table(text)
+    heads = tables.head_table(text)
     left, right = st.columns([3, 2])
-    names = td("language_model.scores")
-    spec = spec_of(charts.score_grid, long_scores(text), names, td("language_model.charts.scores"))
-    chart(spec, heads, "lm_scores", where=left, width="content")
+    names, words = td("language_model.scores"), td("language_model.charts.scores")
+    chart(
+        charts.score_grid,
+        tables.long_scores(text),
+        names,
+        words,
+        name="lm_scores",
+        data=heads,
+        where=left,
+        width="content",
+    )
     roles = td("language_model.roles")
     named = heads.assign(role=heads["role"].map(roles))[["layer", "head", "role"]]
     left.dataframe(named, hide_index=True, column_config=td("language_model.columns"))
@@ -84,14 +84,10 @@ def heads_section(text: str) -> None:
         formula(r"H_h=\frac{1}{n-1}\sum_{i\ge1}-\sum_{j\le i}A^h_{ij}\ln A^h_{ij}", t("language_model.entropy_caption"))
         roles_caption(roles)
     e_left, e_right = st.columns([3, 2])
-    text_e = td("language_model.charts.entropy")
-    chart(
-        spec_of(charts.entropy_bars, heads, text_e),
-        heads[["layer", "head", "entropy", "uniform_entropy"]],
-        "lm_entropy",
-        where=e_left,
-    )
-    by_layer = entropy_by_layer(text)
+    columns = heads[["layer", "head", "entropy", "uniform_entropy"]]
+    words = td("language_model.charts.entropy")
+    chart(charts.entropy_bars, heads, words, name="lm_entropy", data=columns, where=e_left)
+    by_layer = tables.entropy_by_layer(text)
     row = e_right.container(horizontal=True, gap="medium")
     for r in by_layer.itertuples():
         row.metric(t("language_model.metrics.entropy", layer=r.layer), f"{r.entropy:.2f}", width="stretch")
@@ -101,18 +97,17 @@ def heads_section(text: str) -> None:
 def next_section(text: str) -> None:
     st.subheader(t("language_model.sections.next"), anchor="next")
     left, right = st.columns([3, 2])
-    df = positions(text)
+    df = tables.positions(text)
     names = td("language_model.kinds")
-    spec = spec_of(charts.position_losses, df, names, td("language_model.charts.losses"))
-    chart(spec, df, "lm_losses", where=left)
-    split = loss_split(text)
+    chart(charts.position_losses, df, names, td("language_model.charts.losses"), name="lm_losses", data=df, where=left)
+    split = tables.loss_split(text)
     row = left.container(horizontal=True, gap="medium")
     for kind in ("repeated", "first_seen"):
         value = split[kind]
         shown = "—" if math.isnan(value) else f"{value:.2f}"
         row.metric(t(f"language_model.metrics.loss_{kind}", n=split[f"{kind}_count"]), shown, width="stretch")
-    top = next_characters(text)
-    chart(spec_of(charts.next_bars, top, td("language_model.charts.next")), top, "lm_next", where=right)
+    top = tables.next_characters(text)
+    chart(charts.next_bars, top, td("language_model.charts.next"), name="lm_next", data=top, where=right)
     with right:
         formula(r"p(x_{i+1}\mid x_{\le i})=\mathrm{softmax}\big(W_U\,\mathrm{LN}(h_i)\big)")
         formula(r"\ell_i=-\ln p(x_{i+1}\mid x_{\le i})", t("language_model.loss_caption"))
@@ -120,7 +115,7 @@ def next_section(text: str) -> None:
 
 def what_to_notice(text: str) -> list[str]:
     """Points chosen from the numbers of this text: the strongest heads of each kind, the loss split."""
-    heads = head_table(text)
+    heads = tables.head_table(text)
     points = []
     prev_name, prev = strongest(heads, "previous_token")
     strong = reaches(prev, "previous_token")
@@ -132,7 +127,7 @@ def what_to_notice(text: str) -> list[str]:
         points.append(t("language_model.notice_induction", head=ind_name, value=ind))
     else:
         points.append(t("language_model.notice_weak_induction", head=ind_name, value=ind))
-    split = loss_split(text)
+    split = tables.loss_split(text)
     if not math.isnan(split["repeated"]) and not math.isnan(split["first_seen"]):
         key = "notice_loss_lower" if split["repeated"] < split["first_seen"] else "notice_loss_not_lower"
         points.append(t(f"language_model.{key}", repeated=split["repeated"], first=split["first_seen"]))
@@ -142,7 +137,7 @@ def what_to_notice(text: str) -> list[str]:
 def large_models(text: str) -> None:
     """What is documented for large models beside what this model does on this text: measured numbers only."""
     st.subheader(t("language_model.sections.large"), anchor="large")
-    heads = head_table(text)
+    heads = tables.head_table(text)
     sink_name, sink = strongest(heads, "first_token")
     uniform = tables.uniform_first_token(len(text))
     ind = heads["induction"].max()
@@ -160,14 +155,14 @@ def large_models(text: str) -> None:
 
 header(t("language_model.title"), t("language_model.lede"), SECTIONS)
 with friendly_errors(t("language_model.sections.model")):
-    default_heads = head_table(EXAMPLES["repeat"])
+    default_heads = tables.head_table(EXAMPLES["repeat"])
     prev_layer = int(default_heads.loc[default_heads["previous_token"].idxmax(), "layer"])
     ind_layer = int(default_heads.loc[default_heads["induction"].fillna(-1).idxmax(), "layer"])
     predict_first(t("language_model.question"), t("language_model.answer", prev=prev_layer, ind=ind_layer))
 
 with st.container(border=True):
     sources = td("language_model.sources")
-    source = controls.radio(
+    source = state.radio(
         t("language_model.controls.source"),
         list(EXAMPLES) + [OWN],
         "repeat",
@@ -175,7 +170,7 @@ with st.container(border=True):
         horizontal=True,
         format_func=sources.get,
     )
-    typed = controls.text_input(
+    typed = state.text_input(
         t("language_model.controls.text", n=tables.MAX_TEXT),
         DEFAULT_TEXT,
         key="lm_text",

@@ -1,7 +1,7 @@
 """Tables for "Inside a small language model": the shipped character model read on one typed text, as DataFrames.
 
 The model (attn_core.learn.charlm, checkpoint explorer/data/char_lm.pt) is loaded once per process. Every
-table here is a function of the text alone, so the page caches them per text for the whole server.
+table here is a function of the text alone, kept per text for the whole server (@cached).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import pandas as pd
 import torch
 
 from attn_core.learn import charlm
+from explorer.ui.cache import cached
 
 CHECKPOINT = pathlib.Path(__file__).resolve().parents[1] / "data" / "char_lm.pt"
 MAX_TEXT = 80  # characters: 8 maps of up to 80 x 80 stay a few thousand cells once near-zero ones are dropped
@@ -139,6 +140,7 @@ def attention_cells(text: str) -> pd.DataFrame:
     )
 
 
+@cached(64)
 def layer_cells(text: str, layer: int) -> pd.DataFrame:
     """attention_cells of one layer (1-based)."""
     cells = attention_cells(text)
@@ -149,6 +151,7 @@ def layers() -> int:
     return shipped()[0].layers
 
 
+@cached(32)
 def head_table(text: str) -> pd.DataFrame:
     """One row per head: layer, head (1-based), its scores on the text, entropy, the uniform entropy, its role."""
     r = _read(text)
@@ -179,12 +182,14 @@ def uniform_first_token(n: int) -> float:
     return sum(1 / (i + 1) for i in range(1, n)) / max(1, n - 1)
 
 
+@cached(32)
 def long_scores(text: str) -> pd.DataFrame:
     """head_table melted for the score grid: layer, head, score, value."""
     heads = head_table(text)
     return heads.melt(id_vars=["layer", "head"], value_vars=list(SCORE_COLUMNS), var_name="score")
 
 
+@cached(32)
 def entropy_by_layer(text: str) -> pd.DataFrame:
     """layer, entropy (mean over its heads), uniform_entropy."""
     return (
@@ -194,6 +199,7 @@ def entropy_by_layer(text: str) -> pd.DataFrame:
     )
 
 
+@cached(32)
 def positions(text: str) -> pd.DataFrame:
     """One row per position i < n-1: the character, the next one, the model's top guess, p(next), loss (nats), and
     whether the pair (x_i, x_i+1) occurred earlier (copying could predict it)."""
@@ -213,6 +219,7 @@ def positions(text: str) -> pd.DataFrame:
     )
 
 
+@cached(32)
 def next_characters(text: str) -> pd.DataFrame:
     """rank, char, probability: the model's TOP likeliest characters after the whole text."""
     p, idx = _read(text).probs[-1].topk(TOP)
@@ -225,6 +232,7 @@ def next_characters(text: str) -> pd.DataFrame:
     )
 
 
+@cached(32)
 def loss_split(text: str) -> dict[str, float]:
     """Mean loss (nats) on repeated pairs and on first-seen ones, with their counts (NaN where there are none)."""
     df = positions(text)
