@@ -37,6 +37,19 @@ class CacheKeyError(AssertionError):
     shared result in place."""
 
 
+class ReadOnlyDict(dict):
+    """A dict shared by every session (a language's strings of a table, td()): read as any dict, refuses changes.
+    `d | {...}`, `{**d}` and copies are plain dicts of their own."""
+
+    def _refuse(self, *args, **kwargs):
+        raise TypeError("this dict is shared by every session and read-only: change a copy (dict(...), d | {...})")
+
+    __setitem__ = __delitem__ = __ior__ = setdefault = pop = popitem = clear = update = _refuse
+
+    def __reduce__(self):
+        return (dict, (dict(self),))
+
+
 # --- check mode ------------------------------------------------------------------------------------------------------
 _CHECKS = [os.environ.get("ATTN_CHECK_CACHE") == "1"]  # global, not per thread: AppTest runs a page in its own thread
 
@@ -260,12 +273,15 @@ def store(name: str, size: int) -> Store:
 
 
 # --- @cached ---------------------------------------------------------------------------------------------------------
-def cached(max_entries: int):
+def cached(max_entries: int, *, exact: bool = True):
     """Decorator of an explorer.tables function: its results kept for the whole server by key_of(its arguments),
     the last `max_entries` of them. Each is computed once even when a class misses it at once (Store.get_once),
     answered within one run without a look-up, and the frames in it (itself, the parts of a tuple, the values of a
     dict) keyed by this call from then on. An argument with no key raises TypeError naming it. The function stays
-    callable outside Streamlit (the tests call it directly); `fn.clear()` empties its store."""
+    callable outside Streamlit (the tests call it directly); `fn.clear()` empties its store.
+
+    exact=False: the function measures (timings), so its results differ from call to call and check mode leaves
+    them alone."""
 
     def decorate(fn):
         name, kept = _name(fn), Store(max_entries)
@@ -273,7 +289,7 @@ def cached(max_entries: int):
         @functools.wraps(fn)
         def call(*args, **kwargs):
             where = (name, *call_key(fn, args, kwargs))
-            if checking():
+            if exact and checking():
                 return _checked(kept, where, lambda: fn(*args, **kwargs))
             results = this_run().setdefault("tables", {})  # this run's results of @cached functions, by call
             result = results.get(where)

@@ -14,6 +14,7 @@ import tomllib
 
 import streamlit as st
 
+from explorer.ui.cache import ReadOnlyDict
 from explorer.ui.internals import this_run
 
 LANGUAGES = {"en": "English", "zh": "简体中文"}
@@ -113,14 +114,14 @@ def td(prefix: str, /, **values) -> dict[str, str]:
     """Every string under a TOML table, by its name in the table: the `text` a chart builder takes.
 
     Without values, the same dict on every run in a language (a page asks for some tables with 100 strings on every
-    run): shared, so callers read it and never change it. A table with a missing translation is made every time,
-    so that every session notes what is missing."""
+    run): shared by every session, so read-only (ReadOnlyDict). A table with a missing translation is made every
+    time, so that every session notes what is missing."""
     if values:
         return {name: t(f"{prefix}.{name}", **values) for name in _table(prefix)}
     lang = language()
     kept = _TD.get((lang, prefix))
     if kept is None:
-        kept = {name: t(f"{prefix}.{name}") for name in _table(prefix)}
+        kept = ReadOnlyDict((name, t(f"{prefix}.{name}")) for name in _table(prefix))
         if all(f"{prefix}.{name}" in catalog(lang) for name in _table(prefix)):
             _TD[(lang, prefix)] = kept
     return kept
