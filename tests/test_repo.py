@@ -65,3 +65,45 @@ def test_library_declares_its_own_dependencies():
     subpackages = sorted("attn_core." + p.parent.name for p in (ROOT / "attn_core").glob("*/__init__.py"))
     assert packages == ["attn_core", *subpackages] == ["attn_core", "attn_core.learn"]  # every one ships
     assert "pip install ." in (ROOT / "README.md").read_text()
+
+
+def _imports(path: pathlib.Path) -> list[tuple[str, str]]:
+    """(module, name) of every import in a file: ("streamlit.runtime", "get_script_run_ctx"), ("streamlit", "")."""
+    import ast
+
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            found += [(alias.name, "") for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            found += [(node.module or "", alias.name) for alias in node.names]
+    return found
+
+
+APP_SOURCES = [ROOT / "app.py", *sorted((ROOT / "views").glob("*.py")), *sorted((ROOT / "explorer").rglob("*.py"))]
+INTERNALS = ROOT / "explorer" / "ui" / "internals.py"
+
+
+def test_only_internals_touches_streamlits_internals():
+    """Streamlit promises its public API (`import streamlit as st`) between releases, not its submodules: every
+    internal the app uses sits in explorer/ui/internals.py, each with a test (tests/explorer/test_internals.py)."""
+    offenders = [
+        f"{path.relative_to(ROOT)}: {module}{'.' + name if name else ''}"
+        for path in APP_SOURCES
+        if path != INTERNALS
+        for module, name in _imports(path)
+        if module.startswith("streamlit.") or (module == "streamlit" and name)
+    ]
+    assert offenders == []
+    assert any(module.startswith("streamlit.") for module, _ in _imports(INTERNALS))  # the scan reads imports
+
+
+def test_chart_builders_import_no_streamlit():
+    """explorer/charts builds Vega-Lite specs from DataFrames: usable, and testable, without Streamlit."""
+    offenders = [
+        f"{path.relative_to(ROOT)}: {module}"
+        for path in sorted((ROOT / "explorer" / "charts").rglob("*.py"))
+        for module, _ in _imports(path)
+        if module.split(".")[0] == "streamlit" or module.startswith("explorer.ui")
+    ]
+    assert offenders == []

@@ -33,12 +33,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import streamlit as st
-from streamlit.runtime.scriptrunner import get_script_run_ctx
-from streamlit.runtime.scriptrunner_utils.exceptions import RerunException, StopException
-from streamlit.runtime.scriptrunner_utils.script_run_context import get_run_yield_check
 
 from attn_core.bench import Host, hosting, stopping
 from explorer.ui.i18n import t
+from explorer.ui.internals import RerunException, StopException, run_yield_check, session_id
 
 POLL_S = 0.5  # how often a waiting run wakes to report its place (and to notice it was stopped)
 KEEP_S = 1.0  # how long an owner's place is kept for its next part after one ends
@@ -398,7 +396,7 @@ def stop_check() -> Callable[[], None]:
     closed or the session gone (the server stops a disconnected session's run) - and is a no-op otherwise (a few
     microseconds: a lock and a flag) and outside a script run. Without it the run would notice only at its next
     Streamlit call, up to a whole benchmark entry later (15.6 s at the heaviest settings), holding the slot."""
-    return get_run_yield_check() or _go_on
+    return run_yield_check() or _go_on
 
 
 def _go_on() -> None:
@@ -412,7 +410,5 @@ def heavy_slot(on_wait: Callable[[int], None] | None = None) -> Iterator[None]:
     The viewer's session owns the place: its next part, asked for within KEEP_S, goes first. A benchmark run in
     the block checks stop_check() before each of its calls (attn_core.bench.stopping), so a cancelled or
     abandoned one leaves the slot within one attention call, and runs in the server's host (ServerHost)."""
-    ctx = get_script_run_ctx()
-    owner = ctx.session_id if ctx is not None else None
-    with server_line().place(on_wait, owner=owner), stopping(stop_check()), hosting(ServerHost()):
+    with server_line().place(on_wait, owner=session_id()), stopping(stop_check()), hosting(ServerHost()):
         yield

@@ -13,10 +13,13 @@ import pandas as pd
 import pyarrow as pa
 from streamlit import dataframe_util, net_util, runtime
 from streamlit.runtime.scriptrunner import StopException, get_script_run_ctx
+from streamlit.runtime.scriptrunner_utils.exceptions import RerunException
+from streamlit.runtime.scriptrunner_utils.script_run_context import get_run_yield_check
 from streamlit.runtime.state import get_session_state
 from streamlit.runtime.state.common import user_key_from_element_id
 
 __all__ = [
+    "RerunException",
     "StopException",
     "arrow_bytes",
     "history_navigation",
@@ -24,6 +27,7 @@ __all__ = [
     "internal_ip",
     "keep_download",
     "run_is_fragment",
+    "run_yield_check",
     "session_id",
     "this_run",
     "widget_keys_sent",
@@ -63,6 +67,12 @@ def session_id() -> str | None:
     return ctx.session_id if ctx is not None else None
 
 
+def run_yield_check():
+    """What a long computation in a script run calls often: it raises Streamlit's stop or rerun exception once the
+    run was asked to end (a click, the tab gone), or None outside a script run."""
+    return get_run_yield_check()
+
+
 def history_navigation() -> bool:
     """Whether this run came from the browser's back or forward button (or there is no run)."""
     ctx = get_script_run_ctx(suppress_warning=True)
@@ -83,12 +93,14 @@ def widget_keys_sent() -> frozenset[str]:
     return frozenset(user_key_from_element_id(widget_id) for widget_id in sent)
 
 
-def keep_download(content: bytes, mime: str, slot: str, file_name: str) -> None:
+def keep_download(content: bytes, mime: str, slot: str, file_name: str) -> str | None:
     """Store `content` in the server's media file manager under `slot` as a file to download (a slot's earlier
-    file is replaced). Streamlit keys a file by its bytes, MIME type and name, so this is the very file a deferred
-    download button's URL names. Outside a server (a test): nothing."""
-    if runtime.exists():
-        runtime.get_instance().media_file_mgr.add(content, mime, slot, file_name=file_name, is_for_static_download=True)
+    file is replaced); its URL. Streamlit keys a file by its bytes, MIME type and name, so this is the very file a
+    deferred download button's URL names. Outside a server (a test calling a page's code): nothing, None."""
+    if not runtime.exists():
+        return None
+    manager = runtime.get_instance().media_file_mgr
+    return manager.add(content, mime, slot, file_name=file_name, is_for_static_download=True)
 
 
 def arrow_bytes(data) -> bytes:
