@@ -21,7 +21,8 @@ METHODS = ("naive", "tiled", "sdpa")
 
 def one_run(repeats: int, max_n: int) -> pd.DataFrame:
     with mock.patch.object(tables, "REPEATS", repeats):
-        parts = [tables.run_method(m, max_n, 64, 4, False, tables.AUTO, 256, 0) for m in METHODS]
+        settings = tables.LiveSettings(max_n, 64, 4, False, tables.AUTO, 256)
+        parts = [tables.run_method(m, settings) for m in METHODS]
     return pd.concat(parts, ignore_index=True)
 
 

@@ -5,120 +5,16 @@ import streamlit as st
 
 from explorer.charts import masks as charts
 from explorer.tables import masks as tables
-from explorer.ui import state as controls
+from explorer.ui import state
 from explorer.ui.claims import notes_claim
-from explorer.ui.frame import (
-    chart,
-    formula,
-    friendly_errors,
-    header,
-    memo,
-    notice,
-    predict_first,
-    section,
-    seed,
-    shared,
-    spec_of,
-    table,
-    wire,
-)
+from explorer.ui.draw import chart
 from explorer.ui.i18n import t, td, tl
+from explorer.ui.page import formula, friendly_errors, header, notice, predict_first, section, seed
 
 GRID = "mask_grid"  # the custom grid in the URL: one row of 0/1 per query, rows joined by "-" (1 = may attend)
 
-mask_parts = table(tables.mask_parts, 64)
-scores_and_weights = table(tables.scores_and_weights, 64)
-fill_comparison = table(tables.fill_comparison, 64)
-padding_renormalisation = table(tables.padding_renormalisation, 8)
-notes_masks = table(tables.notes_masks, 64)
 part_names = td("masks.parts")
 cells_text = td("masks.charts.cells")
-
-
-# Building an Altair chart costs more than computing these small tables: the built charts are kept for the whole
-# server (frame.memo), keyed by the same plain parameters (and their strings, so each language has its own entry).
-# `spec` is (n, parts, lengths, window, block, custom grid, sequence).
-def mask_chart(spec: tuple, text: dict, names: dict):
-    def build():
-        cells, _ = mask_parts(*spec)
-        return wire(charts.mask_parts(cells, [*spec[1], "combined"], text, names))
-
-    return memo(("masks.mask_chart", spec, text, names), build)
-
-
-def score_charts(spec: tuple, seed: int, scores_text: dict, weights_text: dict):
-    def build():
-        grid, rows = scores_and_weights(*spec, seed)
-        scores = charts.cell_heatmap(grid, "score", scores_text, scheme="blueorange", diverging=True)
-        return wire(scores), wire(charts.cell_heatmap(grid, "weight", weights_text, row_sums=rows))
-
-    return memo(("masks.score_charts", spec, seed, scores_text, weights_text), build)
-
-
-def fill_chart(spec: tuple, dtype: str, method: str, seed: int, text: dict):
-    def build():
-        cells, rows, _ = fill_comparison(*spec, dtype, seed)
-        chosen = cells[cells.method == method]
-        return wire(charts.cell_heatmap(chosen, "weight", text, row_sums=rows[rows.method == method]))
-
-    return memo(("masks.fill_chart", spec, dtype, method, seed, text), build)
-
-
-def gradient_chart(spec: tuple, dtype: str, seed: int, text: dict):
-    def build():
-        cells, _, _ = fill_comparison(*spec, dtype, seed)
-        lib = cells[cells.method == tables.LIBRARY]
-        return wire(charts.cell_heatmap(lib, "grad", text, scheme="purpleorange", diverging=True))
-
-    return memo(("masks.gradient_chart", spec, dtype, seed, text), build)
-
-
-# What the page cuts from its tables (a chart's CSV columns, one recipe's rows, the summary as text) is cut once per
-# setting for the whole server (@shared), not on every run: the summary's text alone was ~15 % of a warm rerun.
-@shared
-def score_rows(spec: tuple, seed_value: int):
-    """The scores' and the weights' CSV columns."""
-    grid, _ = scores_and_weights(*spec, seed_value)
-    return grid[["query", "key", "score", "hidden"]], grid[["query", "key", "weight", "hidden"]]
-
-
-@shared
-def fill_parts(spec: tuple, dtype: str, seed_value: int) -> dict:
-    """The fill comparison by recipe: each recipe's cells, its summary row, and whether a row is fully masked."""
-    cells, _, summary = fill_comparison(*spec, dtype, seed_value)
-    return {
-        "cells": {method: cells[cells.method == method] for method in summary["method"]},
-        "by_method": summary.set_index("method"),
-        "full": bool(mask_parts(*spec)[1]["fully_masked"]),
-    }
-
-
-@shared
-def summary_table(spec: tuple, dtype: str, seed_value: int, words: dict, names: dict) -> pd.DataFrame:
-    """The recipes' summary as the page's table shows it, in the words given (each language its own entry)."""
-    _, _, summary = fill_comparison(*spec, dtype, seed_value)
-    shown = tables.summary_text(
-        summary.drop(columns=["loss", "max |grad| hidden logits", "max |grad| visible logits"]), none=words["none"]
-    )
-    shown.loc[shown["fact"] == "fill value", tables.LIBRARY] = words["library_fill"]
-    facts = words["facts"]
-    shown = shown.assign(fact=shown["fact"].map(lambda f: facts.get(f, f))).set_index("fact").rename(columns=names)
-    return shown.rename_axis(words["fact"])
-
-
-@shared
-def renormalised_rows(real: int, columns: dict) -> pd.DataFrame:
-    """The renormalisation's rows as its table shows them: "real" in the viewer's words."""
-    rows, _ = padding_renormalisation(real)
-    return rows.assign(real=rows.real.map({True: columns["yes"], False: columns["no"]}))
-
-
-@shared
-def notes_counts(notes_n: int, window: int, names: dict, columns: dict) -> pd.DataFrame:
-    """The notes' masks counted, as their table shows them: parts and "causal" in the viewer's words."""
-    _, counts = notes_masks(notes_n, window)
-    yes_no = {True: columns["yes"], False: columns["no"]}
-    return counts.assign(part=counts.part.map(names), causal=counts.causal.map(yes_no))
 
 
 def method_names() -> dict[str, str]:
@@ -151,7 +47,7 @@ def grid_parser(n: int):
 
     def parse(raw: str) -> str:
         if len(raw) != n * (n + 1) - 1 or not shape.fullmatch(raw):
-            raise controls.Refused("choice", options=t("masks.grid.url_format", n=n))
+            raise state.Refused("choice", options=t("masks.grid.url_format", n=n))
         return raw
 
     return parse
@@ -163,11 +59,11 @@ def custom_grid(n: int) -> tables.Grid:
     The grid lives in the URL (GRID) and in the session: the editor starts from it, the user's ticks apply on
     top, and the result becomes the next start (ticks set a cell, so applying them twice changes nothing).
     """
-    text = controls.value(GRID, grid_parser(n), "")
+    text = state.value(GRID, grid_parser(n), "")
     if len(text) != n * (n + 1) - 1:  # none yet, or kept from another n
         text = "-".join(["1" * n] * n)
     start = [[c == "1" for c in row] for row in text.split("-")]
-    if GRID in controls.hidden():  # the teacher fixed the grid in the link: use it without drawing the editor
+    if GRID in state.hidden():  # the teacher fixed the grid in the link: use it without drawing the editor
         edited = start
     else:
         columns = [f"k{j}" for j in range(n)]
@@ -177,14 +73,14 @@ def custom_grid(n: int) -> tables.Grid:
             shown = st.data_editor(frame, column_config=config, num_rows="fixed", key=f"custom_grid_{n}")
         edited = shown.to_numpy().tolist()
     grid = tables.parse_grid(edited, n)
-    controls.keep(GRID, grid_text(grid), t("masks.grid.label"))  # the next run, or a later visit, starts here
+    state.keep(GRID, grid_text(grid), t("masks.grid.label"))  # the next run, or a later visit, starts here
     return grid
 
 
 with st.container(border=True):
     c1, c2 = st.columns([1, 3])
-    n = controls.slider(t("masks.controls.n"), 2, tables.MAX_N, 6, 1, key="mask_n", where=c1)
-    chosen = controls.pills(
+    n = state.slider(t("masks.controls.n"), 2, tables.MAX_N, 6, 1, key="mask_n", where=c1)
+    chosen = state.pills(
         t("masks.controls.parts"),
         tables.PARTS,
         ["padding", "sliding window"],
@@ -195,7 +91,7 @@ with st.container(border=True):
     )
     parts = tuple(p for p in tables.PARTS if p in (chosen or []))
     c3, c4, c5, c6 = st.columns(4)
-    lengths_text = controls.text_input(
+    lengths_text = state.text_input(
         t("masks.controls.lengths"),
         "6, 2",
         key="mask_lengths",
@@ -204,7 +100,7 @@ with st.container(border=True):
         disabled="padding" not in parts,
         help=t("masks.controls.lengths_help", n=tables.MAX_BATCH),
     )
-    window = controls.slider(
+    window = state.slider(
         t("masks.controls.window"),
         1,
         tables.MAX_N,
@@ -214,7 +110,7 @@ with st.container(border=True):
         where=c5,
         disabled="sliding window" not in parts,
     )
-    block = controls.slider(
+    block = state.slider(
         t("masks.controls.block"),
         1,
         tables.MAX_N,
@@ -232,7 +128,7 @@ with st.container(border=True):
             c3.warning(t("masks.lengths_left_out", err=err), icon=":material/error:")
             parts = tuple(p for p in parts if p != "padding")
     sequences = {b: t("masks.controls.sequence_option", b=b, length=length) for b, length in enumerate(lengths)}
-    sequence = controls.selectbox(
+    sequence = state.selectbox(
         t("masks.controls.sequence"),
         list(sequences),
         len(lengths) - 1,
@@ -249,7 +145,7 @@ with st.container(border=True):
             st.warning(t("masks.grid.left_out", err=err), icon=":material/error:")
             parts = tuple(p for p in parts if p != "custom")
 
-spec = (n, parts, lengths, window, block, custom, min(sequence or 0, len(lengths) - 1))
+spec = tables.MaskSpec(n, parts, lengths, window, block, custom, sequence=min(sequence or 0, len(lengths) - 1))
 
 st.subheader(t("masks.sections.mask"), anchor="mask")
 left, right = st.columns([3, 2])
@@ -261,50 +157,69 @@ with right:
     )
     notice(tl("masks.notice.mask"))
 with left, friendly_errors(t("masks.errors.mask")):
-    cells, stats = mask_parts(*spec)
-    figure = mask_chart(spec, cells_text | td("masks.charts.parts"), part_names)
-    chart(figure, cells, "mask_parts", width="content")
+    cells, stats = tables.mask_parts(spec)
+    text = cells_text | td("masks.charts.parts")
+    order = [*spec.parts, "combined"]
+    chart(charts.mask_parts, cells, order, text, part_names, name="mask_parts", data=cells, width="content")
     m1, m2, m3 = st.columns(3)
     m1.metric(t("masks.metrics.hidden"), f"{stats['hidden_share']:.0%}", help=t("masks.metrics.hidden_help"))
     m2.metric(t("masks.metrics.padding"), f"{stats['padding_share']:.0%}", help=t("masks.metrics.padding_help"))
     m3.metric(
         t("masks.metrics.fully_masked"),
         ", ".join(map(str, stats["fully_masked"])) or t("masks.metrics.none"),
-        help=t(
-            "masks.metrics.fully_masked_help", b=spec[-1]
-        ),  # the shown sequence's, where the first two are the batch's
+        help=t("masks.metrics.fully_masked_help", b=spec.sequence),  # the shown sequence's; the first two: the batch's
     )
 
 with friendly_errors(t("masks.errors.scores")):
-    scores, weights = score_charts(
-        spec, seed(), cells_text | td("masks.charts.scores"), cells_text | td("masks.charts.weights")
-    )
-    score_csv, weight_csv = score_rows(spec, seed())
+    grid, rows = tables.scores_and_weights(spec, seed())
+    score_csv, weight_csv = tables.score_columns(spec, seed())
+    scores_text, weights_text = cells_text | td("masks.charts.scores"), cells_text | td("masks.charts.weights")
     s1, s2 = st.columns(2)
-    chart(scores, score_csv, "scores", where=s1, width="content")
-    chart(weights, weight_csv, "weights", where=s2, width="content")
-    st.caption(t("masks.scores_caption", d_k=tables.D_K, sequence=spec[-1]))
+    chart(
+        charts.cell_heatmap,
+        grid,
+        "score",
+        scores_text,
+        scheme="blueorange",
+        diverging=True,
+        name="scores",
+        data=score_csv,
+        where=s1,
+        width="content",
+    )
+    chart(
+        charts.cell_heatmap,
+        grid,
+        "weight",
+        weights_text,
+        row_sums=rows,
+        name="weights",
+        data=weight_csv,
+        where=s2,
+        width="content",
+    )
+    st.caption(t("masks.scores_caption", d_k=tables.D_K, sequence=spec.sequence))
 
 
-def no_full_row_hint(spec: tuple) -> None:
+def no_full_row_hint(spec: tables.MaskSpec) -> None:
     """The shown sequence has no fully masked row: point to a sequence that has one, else say how one arises."""
-    by_sequence = mask_parts(*spec)[1]["fully_masked_by_sequence"]
+    by_sequence = tables.mask_parts(spec)[1]["fully_masked_by_sequence"]
     other = next((b for b, rows in enumerate(by_sequence) if rows), None)
     if other is None:
         st.info(t("masks.no_fully_masked_row"), icon=":material/lightbulb:")
     else:
         rows = ", ".join(map(str, by_sequence[other]))
-        st.info(t("masks.other_sequence", shown=spec[-1], b=other, rows=rows), icon=":material/lightbulb:")
+        st.info(t("masks.other_sequence", shown=spec.sequence, b=other, rows=rows), icon=":material/lightbulb:")
 
 
 @section
-def fill_and_gradient(spec: tuple) -> None:
+def fill_and_gradient(spec: tables.MaskSpec) -> None:
     """The fill value and gradient sections: their own two controls rerun only this part of the page."""
     st.subheader(t("masks.sections.fill"), anchor="fill")
     f1, f2, _ = st.columns([2, 1, 1])
-    fill = controls.segmented_control(t("masks.controls.fill"), tables.FILLS, "-inf", key="mask_fill", where=f1)
+    fill = state.segmented_control(t("masks.controls.fill"), tables.FILLS, "-inf", key="mask_fill", where=f1)
     fill = fill or "-inf"
-    dtype = controls.selectbox(t("masks.controls.dtype"), tuple(tables.DTYPES), "float32", key="mask_dtype", where=f2)
+    dtype = state.selectbox(t("masks.controls.dtype"), tuple(tables.DTYPES), "float32", key="mask_dtype", where=f2)
     method = f"torch.softmax, fill {fill}"
     names = method_names()
     left, right = st.columns([3, 2])
@@ -318,8 +233,7 @@ def fill_and_gradient(spec: tuple) -> None:
         )
         st.markdown(t("masks.why"))
     with left, friendly_errors(t("masks.errors.fill")):
-        fills = fill_parts(spec, dtype, seed())
-        by_method, full = fills["by_method"], fills["full"]
+        by_method, full = tables.fill_by_method(spec, dtype, seed()), bool(tables.mask_parts(spec)[1]["fully_masked"])
 
         def fully_masked_weight(name: str) -> str:
             """What the metric prints for one recipe: refused, no such row, NaN, 0 or the uniform 1/n."""
@@ -341,8 +255,17 @@ def fill_and_gradient(spec: tuple) -> None:
             )
         else:
             text = cells_text | td("masks.charts.fill", method=names[method], dtype=dtype)
-            figure = fill_chart(spec, dtype, method, seed(), text)
-            chart(figure, fills["cells"][method], "fill_weights", width="content")
+            cells, rows = tables.fill_of_method(spec, dtype, seed(), method)
+            chart(
+                charts.cell_heatmap,
+                cells,
+                "weight",
+                text,
+                row_sums=rows,
+                name="fill_weights",
+                data=cells,
+                width="content",
+            )
         if not full:
             no_full_row_hint(spec)
 
@@ -353,10 +276,10 @@ def fill_and_gradient(spec: tuple) -> None:
             "facts": td("masks.facts"),
             "fact": t("masks.summary.fact"),
         }
-        st.table(summary_table(spec, dtype, seed(), words, names))
+        st.table(tables.summary_table(spec, dtype, seed(), words, names))
         overflow, largest = tables.fill_overflow(dtype)
         why = t("masks.summary.overflow", fills=", ".join(overflow), dtype=dtype, max=largest) if overflow else ""
-        st.caption(t("masks.summary.caption", dtype=dtype, sequence=spec[-1]) + why)
+        st.caption(t("masks.summary.caption", dtype=dtype, sequence=spec.sequence) + why)
 
     st.subheader(t("masks.sections.gradient"), anchor="gradient")
     left, right = st.columns([3, 2])
@@ -367,8 +290,7 @@ def fill_and_gradient(spec: tuple) -> None:
         )
         st.markdown(t("masks.gradient_text"))
     with left, friendly_errors(t("masks.errors.gradient")):
-        fills = fill_parts(spec, dtype, seed())
-        library = fills["by_method"].loc[tables.LIBRARY]
+        library = tables.fill_by_method(spec, dtype, seed()).loc[tables.LIBRARY]
         hidden_max, visible_max = library["max |grad| hidden logits"], library["max |grad| visible logits"]
         g1, g2 = st.columns(2)
         g1.metric(
@@ -379,7 +301,18 @@ def fill_and_gradient(spec: tuple) -> None:
             t("masks.metrics.no_visible") if pd.isna(visible_max) else f"{visible_max:.3g}",
         )
         text = cells_text | td("masks.charts.gradient", dtype=dtype)
-        chart(gradient_chart(spec, dtype, seed(), text), fills["cells"][tables.LIBRARY], "gradient", width="content")
+        cells, _ = tables.fill_of_method(spec, dtype, seed(), tables.LIBRARY)
+        chart(
+            charts.cell_heatmap,
+            cells,
+            "grad",
+            text,
+            scheme="purpleorange",
+            diverging=True,
+            name="gradient",
+            data=cells,
+            width="content",
+        )
 
 
 fill_and_gradient(spec)
@@ -399,7 +332,7 @@ def renormalise_part() -> None:
         notes_claim("renormalise")
         notes_claim("softmax_padding")
     with left, friendly_errors(t("masks.errors.renormalise")):
-        real = controls.slider(
+        real = state.slider(
             t("masks.controls.real"),
             1,
             len(tables.NOTES_LOGITS),
@@ -408,8 +341,8 @@ def renormalise_part() -> None:
             key="mask_real",
             help=t("masks.controls.real_help"),
         )
-        rows, renorm = padding_renormalisation(real)
-        chart(spec_of(charts.renormalisation_bars, rows, td("masks.charts.renormalise")), rows, "renormalisation")
+        rows, renorm = tables.padding_renormalisation(real)
+        chart(charts.renormalisation_bars, rows, td("masks.charts.renormalise"), name="renormalisation", data=rows)
         m1, m2, m3 = st.columns(3)
         m1.metric(t("masks.renormalise.kept"), f"{renorm['kept']:.4f}", help=t("masks.renormalise.kept_help"))
         m2.metric(t("masks.renormalise.factor"), f"× {renorm['factor']:.4f}")
@@ -417,7 +350,7 @@ def renormalise_part() -> None:
         m3.metric(t("masks.renormalise.gap"), gap, help=t("masks.renormalise.gap_help"))
         columns = td("masks.renormalise.columns")
         st.dataframe(
-            renormalised_rows(real, columns),
+            tables.renormalised_rows(real, columns["yes"], columns["no"]),
             hide_index=True,
             column_config={
                 name: st.column_config.NumberColumn(columns[name], format="%.4f")
@@ -447,18 +380,16 @@ def notes_masks_part() -> None:
         notes_claim("sliding_window")
     with left, friendly_errors(t("masks.errors.notes_masks")):
         c1, c2 = st.columns(2)
-        notes_n = controls.slider(
-            t("masks.controls.notes_n"), 2, tables.MAX_NOTES_N, 16, 1, key="mask_notes_n", where=c1
-        )
-        notes_window = controls.slider(t("masks.controls.notes_window"), 1, 8, 3, 1, key="mask_notes_window", where=c2)
-        cells, _ = notes_masks(notes_n, min(notes_window, notes_n))
+        notes_n = state.slider(t("masks.controls.notes_n"), 2, tables.MAX_NOTES_N, 16, 1, key="mask_notes_n", where=c1)
+        notes_window = state.slider(t("masks.controls.notes_window"), 1, 8, 3, 1, key="mask_notes_window", where=c2)
+        cells, _ = tables.notes_masks(notes_n, min(notes_window, notes_n))
         names = td("masks.notes_masks.parts")
         text = cells_text | td("masks.charts.parts") | td("masks.charts.notes_masks")
-        figure = spec_of(charts.mask_parts, cells, list(tables.NOTES_MASKS), text, names)
-        chart(figure, cells, "notes_masks", width="content")
+        order = list(tables.NOTES_MASKS)
+        chart(charts.mask_parts, cells, order, text, names, name="notes_masks", data=cells, width="content")
         columns = td("masks.notes_masks.columns")
         st.dataframe(
-            notes_counts(notes_n, min(notes_window, notes_n), names, columns),
+            tables.notes_counts(notes_n, min(notes_window, notes_n), names, columns["yes"], columns["no"]),
             hide_index=True,
             column_config={name: columns[name] for name in ("part", "future", "widest", "causal")},
         )

@@ -1,37 +1,20 @@
 import os
-import time
 from pathlib import Path
 
-import pandas as pd
 import streamlit as st
 
-from attn_core.bench import ROW_FIELDS, status_parts
+from attn_core.bench import ROW_FIELDS
 from explorer.charts import scaling as charts
 from explorer.tables import scaling as tables
-from explorer.ui import heavy
-from explorer.ui import state as controls
-from explorer.ui.frame import (
-    chart,
-    formula,
-    friendly_errors,
-    header,
-    known,
-    notice,
-    pinned,
-    predict_first,
-    section,
-    seed,
-    shared,
-    store,
-    table,
-    wire,
-)
+from explorer.ui import heavy, state
+from explorer.ui.draw import chart, pinned
 from explorer.ui.i18n import LANGUAGES, catalog, t, td
+from explorer.ui.page import formula, friendly_errors, header, notice, predict_first, section, seed
 
 # recorded runs; the variable lets a test point the page at a folder of its own
 BENCHMARKS = Path(os.environ.get("ATTN_BENCHMARKS_DIR") or Path(__file__).resolve().parents[1] / "benchmarks")
 DEVICE = tables.live_device()
-LIVE, RECORDED = "live", "recorded"  # the `source` of the points: solid and dashed lines
+LIVE = "live"  # the `source` of the live points (solid lines; a recorded run's are dashed)
 FORM_KEYS = (
     "bench_max_n",
     "bench_d",
@@ -55,17 +38,11 @@ COLUMN_ALIASES = tuple(
 )
 MEMORY_COLUMNS = ["source", "method", "n", "peak_mib", "scores_mib"]
 
-recorded_runs = table(tables.recorded_runs, 8)
-gpu_record = table(tables.kernel_record, 4)
-gpu_summary = table(tables.kernel_summary, 16)
-fits = table(tables.slopes, 32)
-slope_summary = table(tables.slope_summary, 32)
 names = td("scaling.methods")
-tiled_growth = shared(tables.tiled_growth)
 sources = td("scaling.sources")
 
 
-def measure(method, max_n, d, heads, causal, block, budget_mb, time_limit_s, seed, device, say):
+def measure(method: str, settings: tables.LiveSettings, say):
     """One method's live rows, measured now. Its progress bar is made and emptied in here.
 
     say(done, total, entry) words the bar. The run waits for its turn in the server's line for heavy work
@@ -82,51 +59,26 @@ def measure(method, max_n, d, heads, causal, block, budget_mb, time_limit_s, see
     # said in the URL while it waits and runs (a restart's new session tells the student), only when it measures:
     # a rerun served from the store changes no address
     with heavy.announced("benchmark"), heavy.heavy_slot(waiting):
-        rows = tables.run_method(
-            method,
-            max_n,
-            d,
-            heads,
-            causal,
-            block,
-            budget_mb,
-            seed,
-            device,
-            progress,
-            time_limit_s=time_limit_s,
-            headroom=heavy.headroom,
-        )
+        rows = tables.run_method(method, settings, progress, headroom=heavy.headroom)
     bar.empty()
     return rows
 
 
-def measured(method, max_n, d, heads, causal, block, budget_mb, time_limit_s, seed, device, say):
-    """One method's live rows, measured once for the whole server per setting (64 kept; a second student asking
-    for the same setting meanwhile waits for the first one's rows) and not kept when tables.keepable says no (memory
-    cut it short, the server was busy, or its repeats disagree): it then serves only this session, and the next
-    student measures afresh. The rows are named by their setting and the moment
-    they were measured, so the charts and tables made from them are keyed by that, never by hashing the rows."""
-    setting = (method, max_n, d, heads, causal, block, budget_mb, time_limit_s, seed, device)
-    mine = st.session_state.setdefault(UNKEPT, {})  # this session's runs the server did not keep: its reruns reuse them
-    if setting in mine:
-        return mine[setting]
-
-    def run():
-        return known(measure(*setting, say), "scaling.measure", setting, time.time_ns())
-
-    kept = store("scaling.measure", 64)
-    rows = kept.peek(setting)  # a warm rerun: no slope fits to judge it again
-    if rows is not None:
-        return rows
-    rows = kept.get_once(setting, run, keep=tables.keepable)
-    if not tables.keepable(rows):
-        mine[setting] = rows
-    return rows
+def measured(method: str, settings: tables.LiveSettings, say) -> tables.Measured:
+    """One method's live run (tables.measured: once for the whole server per setting while keepable); a run the
+    server did not keep serves this session's reruns, and the next student measures afresh."""
+    mine = st.session_state.setdefault(UNKEPT, {})  # this session's runs the server did not keep, by setting
+    if (method, settings) in mine:
+        return mine[method, settings]
+    run = tables.measured(method, settings, lambda: measure(method, settings, say))
+    if not run.kept:
+        mine[method, settings] = run
+    return run
 
 
 def notice_points(pts, rows) -> list[str]:
     """What to notice, one sentence per live method from its fitted slopes (tables.slope_facts), then the wall."""
-    facts = shared(tables.slope_facts)(pts, fits(pts), rows)
+    facts = tables.slope_facts(pts, tables.slopes(pts), rows)
     points = []
     for f in facts:
         time_words = t(f"scaling.notice.time.{f['verdict']}", **f)
@@ -137,9 +89,9 @@ def notice_points(pts, rows) -> list[str]:
     return points + [t("scaling.notice.wall")]
 
 
-def not_kept_warning(rows) -> None:
+def not_kept_warning(facts: dict) -> None:
     """Say why a run is not kept for the server (tables.keepable): busy server or repeats too far apart."""
-    busy, noisy = shared(tables.busy_entries)(rows), shared(tables.too_noisy)(rows)
+    busy, noisy = facts["busy"], facts["noisy"]
     why = ""
     if not busy.empty:
         worst = busy.loc[busy.cpu_share.idxmin()]
@@ -148,34 +100,6 @@ def not_kept_warning(rows) -> None:
         why += t("scaling.noisy", methods=t("scaling.separator").join(names[m] for m in noisy))
     if why:
         st.warning(t("scaling.not_kept", why=why), icon=":material/speed:")
-
-
-def status_text(status: str, words: dict) -> str:
-    """A harness status (bench.status_parts) in the viewer's words; what only the harness can say (an error's
-    message) stays as it wrote it."""
-    kind, fields = status_parts(status)
-    if kind == "budget" and fields["copies"]:
-        kind = "budget_copies"
-    return words[kind].format(**fields)
-
-
-@shared
-def skipped_in_words(rows, names, headers, words):
-    """The entries not measured, their reasons in the viewer's words."""
-    table = tables.not_measured(rows, names, headers)
-    return table.assign(**{headers["reason"]: [status_text(s, words) for s in table[headers["reason"]]]})
-
-
-@shared
-def results_in_words(rows, names, headers, words):
-    """Every live entry, its status in the viewer's words."""
-    table = tables.results_table(rows, names, headers)
-    return table.assign(**{headers["status"]: [status_text(s, words) for s in table[headers["status"]]]})
-
-
-def smallest_need_mib(rows) -> float:
-    """The least memory that an entry skipped for the server's memory needed (its status says how much)."""
-    return min(float(fields["need"]) for kind, fields in map(status_parts, rows.status) if kind == "headroom")
 
 
 def run_again() -> None:
@@ -203,43 +127,6 @@ def progress_text(method: str):
         return t("scaling.progress.step", method=names[method], entry=entry, done=done, total=total)
 
     return say
-
-
-@shared
-def chart_specs(pts, log, time_text, memory_text, names, sources):
-    """Both charts as Vega-Lite specs. Cached by the points, the axes and the words: building and validating
-    an altair chart takes tens of ms, most of a rerun, so hiding a method or flipping the axes back is instant."""
-    fitted = fits(pts)
-    time_chart = charts.scaling_chart(
-        pts,
-        tables.guide_lines(pts, "time_ms", LIVE),
-        value="time_ms",
-        text=time_text,
-        names=names,
-        sources=sources,
-        slopes=tables.legend_slopes(fitted, "time_stated", LIVE),  # the slope the table states, or none
-        log=log,
-        band=("time_p10", "time_p90"),
-    )
-    memory_chart = charts.scaling_chart(
-        pts,
-        tables.guide_lines(pts, "peak_mib", LIVE),
-        value="peak_mib",
-        text=memory_text,
-        names=names,
-        sources=sources,
-        slopes=tables.legend_slopes(fitted, "memory_slope", LIVE),
-        log=log,
-        theory=tables.score_matrix_line(pts, LIVE),
-    )
-    return wire(time_chart), wire(memory_chart)
-
-
-@shared
-def points_of(rows: pd.DataFrame, recorded_rows: pd.DataFrame | None) -> pd.DataFrame:
-    """The charts' points: the live rows, and the recorded run's if one is overlaid."""
-    recorded = [] if recorded_rows is None else [tables.points(recorded_rows, RECORDED)]
-    return pd.concat([tables.points(rows, LIVE), *recorded], ignore_index=True)
 
 
 def recorded_section(runs, readable):
@@ -270,14 +157,14 @@ def triton_part(files) -> None:
     small enough for a projector."""
     rows, facts = None, {}
     with friendly_errors(t("scaling.sections.gpu")):
-        rows, facts = gpu_record(files)
+        rows, facts = tables.kernel_record(files)
     if not facts:
         return
     with st.expander(t("scaling.gpu.title"), icon=":material/memory:"), friendly_errors(t("scaling.sections.gpu")):
         fields = ("card", "date", "torch", "triton", "tokens", "width", "record")
         st.caption(t("scaling.gpu.caption", **{key: facts[key] for key in fields}))
         modes = facts["modes"]
-        mode = controls.segmented_control(
+        mode = state.segmented_control(
             t("scaling.gpu.mode"),
             list(modes),
             "fwd" if "fwd" in modes else modes[0],
@@ -288,7 +175,7 @@ def triton_part(files) -> None:
             headers = td("scaling.gpu.table")
             formats = {headers["ours"]: "%.1f", headers["sdpa"]: "%.1f", headers["ratio"]: "%.2f"}
             st.dataframe(
-                gpu_summary(rows, mode, headers),
+                tables.kernel_summary(rows, mode, headers),
                 hide_index=True,
                 width="stretch",
                 column_config={name: st.column_config.NumberColumn(format=f) for name, f in formats.items()},
@@ -303,20 +190,20 @@ if cut_short:
 
 header(t("scaling.title"), t("scaling.lede"))
 # the answer's tiled factor from the library's byte count at the form's defaults, which the answer names
-predict_first(t("scaling.question"), t("scaling.answer", tiled=tiled_growth(64, 4, tables.AUTO), d=64, heads=4))
+predict_first(t("scaling.question"), t("scaling.answer", tiled=tables.tiled_growth(64, 4, tables.AUTO), d=64, heads=4))
 
 files = tables.recorded_files(BENCHMARKS)
-runs = recorded_runs(files, COLUMN_ALIASES)
+runs = tables.recorded_runs(files, COLUMN_ALIASES)
 readable = [r for r in runs if "error" not in r]
 with st.container(border=True):
     with st.form("scaling_run", border=False):
         c1, c2, c3, c4 = st.columns([3, 2, 2, 2], vertical_alignment="bottom")
-        max_n = controls.select_slider(
+        max_n = state.select_slider(
             t("scaling.controls.max_n"), list(tables.MAX_N_OPTIONS), 1024, key="bench_max_n", where=c1
         )
-        d = controls.select_slider(t("scaling.controls.d"), [16, 32, 64, 128], 64, key="bench_d", where=c2)
-        heads = controls.select_slider(t("scaling.controls.heads"), [1, 2, 4, 8], 4, key="bench_heads", where=c3)
-        block = controls.select_slider(
+        d = state.select_slider(t("scaling.controls.d"), [16, 32, 64, 128], 64, key="bench_d", where=c2)
+        heads = state.select_slider(t("scaling.controls.heads"), [1, 2, 4, 8], 4, key="bench_heads", where=c3)
+        block = state.select_slider(
             t("scaling.controls.block"),
             list(tables.BLOCK_OPTIONS),
             tables.AUTO,
@@ -327,7 +214,7 @@ with st.container(border=True):
         )
         c5, c6, c7, c8 = st.columns([3, 3, 2, 2], vertical_alignment="bottom")
         budgets = tables.budget_options()
-        budget_mb = controls.select_slider(
+        budget_mb = state.select_slider(
             t("scaling.controls.budget"),
             budgets,
             max([b for b in budgets if b <= 256] or budgets[:1]),
@@ -335,7 +222,7 @@ with st.container(border=True):
             where=c5,
             help=t("scaling.controls.budget_help", limit=budgets[-1]),
         )
-        time_limit_s = controls.slider(
+        time_limit_s = state.slider(
             t("scaling.controls.time_limit"),
             5,
             120,
@@ -345,7 +232,7 @@ with st.container(border=True):
             where=c6,
             help=t("scaling.controls.time_limit_help"),
         )
-        causal = controls.toggle(
+        causal = state.toggle(
             t("scaling.controls.causal"), False, key="bench_causal", where=c7, help=t("scaling.controls.causal_help")
         )
         if c8.form_submit_button(
@@ -357,7 +244,7 @@ with st.container(border=True):
     offered = tables.method_options(DEVICE)
     # Pills on a row of their own: every method's name in sight (a multiselect's box cut its chips, and wrote
     # Streamlit's "Select all" in English on a Chinese page).
-    methods = controls.pills(
+    methods = state.pills(
         t("scaling.controls.methods"),
         offered,
         tables.shown_by_default(DEVICE),
@@ -367,13 +254,13 @@ with st.container(border=True):
         help=t("scaling.controls.methods_help"),
     )
     m2, m3 = st.columns([2, 4], vertical_alignment="bottom")
-    log = controls.toggle(
+    log = state.toggle(
         t("scaling.controls.log"), True, key="bench_log_axes", where=m2, help=t("scaling.controls.log_help")
     )
     choices = ["none"] + [r["label"] for r in readable]
     shown = {c: c for c in choices} | {"none": t("scaling.controls.none")}
     mine = next((i + 1 for i, r in enumerate(readable) if r["gpu"] == (DEVICE == "cuda")), 0)
-    overlay = controls.selectbox(
+    overlay = state.selectbox(
         t("scaling.controls.recorded"),
         choices,
         choices[mine],
@@ -396,13 +283,13 @@ if st.session_state[WAITING] or not methods:  # cut short: waiting too, for "run
 
 rows = pts = None
 with friendly_errors(t("scaling.sections.benchmark")):
-    setting = (max_n, d, heads, causal, block, budget_mb)
-    config = tables.live_config(methods, *setting, seed(), DEVICE, time_limit_s)
+    settings = tables.LiveSettings(max_n, d, heads, causal, block, budget_mb, seed(), DEVICE, time_limit_s)
+    config = tables.live_config(methods, settings)
     cancel = running.empty()  # shown while the benchmark waits or runs, gone once its rows are in
     cancel.button(t("scaling.queue.cancel"), key="bench_cancel", on_click=stop_benchmark, icon=":material/cancel:")
     try:
-        parts = [measured(m, *setting, time_limit_s, seed(), DEVICE, progress_text(m)) for m in methods]
-        rows = known(pd.concat(parts, ignore_index=True), "scaling.rows", *parts)
+        parts = [measured(m, settings, progress_text(m)) for m in methods]
+        rows = tables.live_rows(tuple(parts))
     except heavy.Full:  # the server's line is full: say so, show the recorded runs, keep the page working
         cancel.empty()
         st.warning(t("scaling.queue.full"), icon=":material/hourglass_disabled:")
@@ -412,25 +299,18 @@ with friendly_errors(t("scaling.sections.benchmark")):
     chosen = next((r for r in readable if r["label"] == overlay), None)
     recorded_rows = None
     if chosen:
-        recorded_rows = known(
-            tables.recorded_shown(chosen["rows"], methods, offered),
-            "scaling.recorded",
-            files,
-            chosen["label"],
-            methods,
-            offered,
-        )
-    pts = points_of(rows, recorded_rows)
+        recorded_rows = tables.recorded_overlay(files, COLUMN_ALIASES, chosen["label"], tuple(methods), offered)
+    pts = tables.chart_points(rows, recorded_rows)
 if pts is None:
     recorded_section(runs, readable)
     st.stop()
 
-short = tables.short_of_memory(rows)
-if short:
-    st.warning(heavy.short_of_memory_text(short, smallest_need_mib(rows)), icon=":material/memory:")
+facts = tables.run_facts(rows)
+if facts["short"]:
+    st.warning(heavy.short_of_memory_text(facts["short"], facts["need"]), icon=":material/memory:")
 else:
-    not_kept_warning(rows)
-late = tables.out_of_time(rows)
+    not_kept_warning(facts)
+late = facts["late"]
 if late:
     which = ", ".join(t("scaling.time_limit_which", method=names[m], n=n) for m, n in late.items())
     st.warning(t("scaling.time_limit_hit", limit=time_limit_s, which=which), icon=":material/timer_off:")
@@ -443,19 +323,45 @@ with left, friendly_errors(t("scaling.sections.charts")):
         axes = td("scaling.charts.axes")
         time_text = axes | td("scaling.charts.time")
         memory_text = axes | td("scaling.charts.memory")
-        time_spec, memory_spec = chart_specs(pts, log, time_text, memory_text, names, sources)
-        chart(time_spec, pts[TIME_COLUMNS], "scaling_time")
-        chart(memory_spec, pts[MEMORY_COLUMNS], "scaling_memory")
+        fitted = tables.slopes(pts)
+        chart(
+            charts.scaling_chart,
+            pts,
+            tables.guide_lines(pts, "time_ms", LIVE),
+            value="time_ms",
+            text=time_text,
+            names=names,
+            sources=sources,
+            slopes=tables.legend_slopes(fitted, "time_stated", LIVE),  # the slope the table states, or none
+            log=log,
+            band=("time_p10", "time_p90"),
+            name="scaling_time",
+            data=pts[TIME_COLUMNS],
+        )
+        chart(
+            charts.scaling_chart,
+            pts,
+            tables.guide_lines(pts, "peak_mib", LIVE),
+            value="peak_mib",
+            text=memory_text,
+            names=names,
+            sources=sources,
+            slopes=tables.legend_slopes(fitted, "memory_slope", LIVE),
+            log=log,
+            theory=tables.score_matrix_line(pts, LIVE),
+            name="scaling_memory",
+            data=pts[MEMORY_COLUMNS],
+        )
         causal_word = t("scaling.causal_yes") if config.causal else t("scaling.causal_no")
         fields = tables.describe_fields(config) | {"causal": causal_word}
         if fields["block"] == tables.AUTO:
-            fields["block"] = t("scaling.block_auto", tiles=shared(tables.tile_text)(rows) or "–")
+            fields["block"] = t("scaling.block_auto", tiles=facts["tiles"] or "–")
         parts = [t("scaling.caption.live", what=t("scaling.describe", **fields))]
         if chosen:
             parts.append(t("scaling.caption.recorded", label=chosen["label"], setup=chosen["setup"]))
         parts.append(t("scaling.caption.fit", points=tables.FIT_POINTS))
         st.caption("".join(parts))
-        differences = shared(tables.setting_differences)(rows, recorded_rows) if chosen else []
+        differences = tables.setting_differences(rows, recorded_rows) if chosen else []
         if differences:
             settings = td("scaling.settings")
             which = "; ".join(
@@ -465,7 +371,9 @@ with left, friendly_errors(t("scaling.sections.charts")):
             st.warning(t("scaling.recorded_differs", which=which), icon=":material/compare_arrows:")
 
 with friendly_errors(t("scaling.sections.slopes")):  # the page's width: time cells carry their ranges
-    summary = slope_summary(fits(pts), sources, names, td("scaling.quantities"), t("scaling.results.method"))
+    summary = tables.slope_summary(
+        tables.slopes(pts), sources, names, td("scaling.quantities"), t("scaling.results.method")
+    )
     st.markdown(t("scaling.slopes_heading", width=tables.NOISY_WIDTH))
     numbers = [c for c in summary if summary[c].dtype.kind == "f"]  # memory; time cells are text with their range
     st.dataframe(
@@ -481,12 +389,12 @@ with right:
         notice(notice_points(pts, rows))
 
 with friendly_errors(t("scaling.sections.measurements")):
-    skipped = skipped_in_words(rows, names, td("scaling.not_measured"), td("scaling.status"))
+    skipped = tables.not_measured_in_words(rows, names, td("scaling.not_measured"), td("scaling.status"))
     if not skipped.empty:
         st.markdown(t("scaling.not_measured_heading"))
         st.dataframe(skipped, hide_index=True, width="stretch")
     with st.expander(t("scaling.all_results", n=len(rows))):
-        results = results_in_words(rows, names, td("scaling.results"), td("scaling.status"))
+        results = tables.results_in_words(rows, names, td("scaling.results"), td("scaling.status"))
         st.dataframe(results, hide_index=True, width="stretch")
     csv_name = f"scaling_{DEVICE}_n{max_n}_d{d}_h{heads}.csv"
     columns = td("scaling.csv_columns")  # read in the script's thread: the language is the session's

@@ -1,15 +1,17 @@
 """Tables for the "Masks lab": mask parts and their AND, scores and weights, fill values, gradients at hidden logits.
 
-Every function takes plain parameters (sizes, tuples, strings, seed) so that pages can cache by value. A mask
-is described by `MaskSpec` fields: n, the chosen parts, the padding lengths of the batch, the window, the
-block size and the custom grid; `build_masks` turns them into bool tensors (True = may attend).
+Every function takes plain parameters (sizes, tuples, strings, seed) or a `MaskSpec`; those a page calls keep
+their results for the whole server (@cached), shared and read-only. A `MaskSpec` names the mask and the sequence
+shown: n, the chosen parts, the padding lengths of the batch, the window, the block size, the custom grid and the
+sequence; `build_masks` turns a mask into bool tensors (True = may attend).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -25,6 +27,7 @@ from attn_core.masks import (
 )
 from attn_core.naive import attention_logits, masked_softmax, renormalise
 from attn_core.notes import notes_hierarchical_mask, notes_sliding_window_mask
+from explorer.ui.cache import cached
 
 MAX_N = 12  # a 12 x 12 grid is the largest that stays readable with a number in every cell
 MAX_BATCH = 4
@@ -36,6 +39,31 @@ DTYPES = {"float32": torch.float32, "float64": torch.float64, "bfloat16": torch.
 LIBRARY = "masked_softmax (library)"
 
 Grid = tuple[tuple[bool, ...], ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class MaskSpec:
+    """One mask of the page and the sequence of the batch it shows. Frozen, its sequences stored as tuples: equal
+    specs are equal cache keys."""
+
+    n: int
+    parts: tuple[str, ...]
+    lengths: tuple[int, ...]
+    window: int
+    block: int
+    custom: Grid | None = None
+    sequence: int = 0
+
+    def __post_init__(self):
+        # a list handed in (the editor's rows, a parsed text) becomes a tuple: the spec stays immutable and hashable
+        object.__setattr__(self, "parts", tuple(self.parts))
+        object.__setattr__(self, "lengths", tuple(self.lengths))
+        if self.custom is not None:
+            object.__setattr__(self, "custom", tuple(tuple(row) for row in self.custom))
+
+    def masks(self) -> dict[str, torch.Tensor]:
+        """build_masks of this spec's mask."""
+        return build_masks(self.n, self.parts, self.lengths, self.window, self.block, self.custom)
 
 
 def parse_lengths(text: str, n: int) -> tuple[int, ...]:
@@ -124,14 +152,15 @@ def _check_sequence(sequence: int, b: int) -> None:
         raise ValueError(f"sequence must lie in [0, {b - 1}], got {sequence}")
 
 
-def mask_parts(n, parts, lengths, window, block, custom, sequence) -> tuple[pd.DataFrame, dict]:
-    """The chosen parts and their AND for one sequence, and how much of the whole batch they hide.
+@cached(64)
+def mask_parts(spec: MaskSpec) -> tuple[pd.DataFrame, dict]:
+    """The chosen parts and their AND for the spec's sequence, and how much of the whole batch they hide.
 
     Returns (cells, stats): cells has part, query, key, allowed; stats holds hidden_share (of all B n^2
-    score cells), padding_share (the keys that are padding), fully_masked (rows of `sequence`) and
+    score cells), padding_share (the keys that are padding), fully_masked (rows of the spec's sequence) and
     fully_masked_by_sequence (those rows for each sequence of the batch).
     """
-    masks = build_masks(n, parts, lengths, window, block, custom)
+    masks, n, lengths, sequence = spec.masks(), spec.n, spec.lengths, spec.sequence
     _check_sequence(sequence, len(lengths))
     frames = [_grid_frame(allowed=m[sequence]).assign(part=name) for name, m in masks.items()]
     combined = masks["combined"]
@@ -145,14 +174,16 @@ def mask_parts(n, parts, lengths, window, block, custom, sequence) -> tuple[pd.D
     return pd.concat(frames, ignore_index=True), stats
 
 
-def scores_and_weights(n, parts, lengths, window, block, custom, sequence, seed) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Raw scores and the library's masked weights for one sequence, and each query row's sum.
+@cached(64)
+def scores_and_weights(spec: MaskSpec, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Raw scores and the library's masked weights for the spec's sequence, and each query row's sum.
 
     Returns (cells, rows): cells has query, key, score, weight, hidden; rows has query, visible_keys, row_sum.
     """
-    mask = build_masks(n, parts, lengths, window, block, custom)["combined"]
-    _check_sequence(sequence, len(lengths))
-    scores = random_scores(len(lengths), n, seed)[sequence]  # (n, n)
+    n, sequence = spec.n, spec.sequence
+    mask = spec.masks()["combined"]
+    _check_sequence(sequence, len(spec.lengths))
+    scores = random_scores(len(spec.lengths), n, seed)[sequence]  # (n, n)
     m = mask[sequence]
     weights = masked_softmax(scores, m)  # (n, n); hidden keys and fully masked rows get 0
     rows = pd.DataFrame({"query": range(n), "visible_keys": m.sum(-1).numpy(), "row_sum": weights.sum(-1).numpy()})
@@ -206,20 +237,21 @@ def _summarise(z, weights, mask, upstream) -> dict:
     }
 
 
-def fill_comparison(n, parts, lengths, window, block, custom, sequence, dtype, seed):
+@cached(64)
+def fill_comparison(spec: MaskSpec, dtype: str, seed: int):
     """torch.softmax after masked_fill with -inf, -1e9 and finfo.min, against the library's masked_softmax.
 
-    All four run live in `dtype` on one sequence's scores; the loss sum(W * U) with a seeded U gives gradients.
+    All four run live in `dtype` on the spec's sequence's scores; the loss sum(W * U) with a seeded U gives gradients.
     Returns (cells, rows, summary): cells has method, query, key, weight, grad, hidden; rows has method, query,
     visible_keys, row_sum (NaN if any weight of the row is NaN); summary one row per method with the fill value
     as stored, an error if masked_fill refused it, and the facts of `_summarise`.
     """
     if dtype not in DTYPES:
         raise ValueError(f"dtype must be one of {tuple(DTYPES)}, got {dtype!r}")
-    torch_dtype = DTYPES[dtype]
-    mask = build_masks(n, parts, lengths, window, block, custom)["combined"]
-    _check_sequence(sequence, len(lengths))
-    scores = random_scores(len(lengths), n, seed)[sequence].to(torch_dtype)  # (n, n)
+    torch_dtype, n, sequence = DTYPES[dtype], spec.n, spec.sequence
+    mask = spec.masks()["combined"]
+    _check_sequence(sequence, len(spec.lengths))
+    scores = random_scores(len(spec.lengths), n, seed)[sequence].to(torch_dtype)  # (n, n)
     m = mask[sequence]
     gen = torch.Generator().manual_seed(seed + 1)
     upstream = torch.randn(n, n, generator=gen, dtype=torch.float64).to(torch_dtype)  # (n, n)
@@ -241,6 +273,43 @@ def fill_comparison(n, parts, lengths, window, block, custom, sequence, dtype, s
         rows.append(pd.DataFrame({"method": method, "query": range(n), "visible_keys": m.sum(-1), "row_sum": sums}))
         summary.append(row | facts)
     return pd.concat(cells, ignore_index=True), pd.concat(rows, ignore_index=True), pd.DataFrame(summary)
+
+
+@cached(64)
+def score_columns(spec: MaskSpec, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The scores' and the weights' cells with only the columns their charts' CSV files hold."""
+    cells, _ = scores_and_weights(spec, seed)
+    return cells[["query", "key", "score", "hidden"]], cells[["query", "key", "weight", "hidden"]]
+
+
+@cached(64)
+def fill_by_method(spec: MaskSpec, dtype: str, seed: int) -> pd.DataFrame:
+    """fill_comparison's summary indexed by recipe: what the page's metrics read, one row per recipe."""
+    return fill_comparison(spec, dtype, seed)[2].set_index("method")
+
+
+@cached(128)
+def fill_of_method(spec: MaskSpec, dtype: str, seed: int, method: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """One recipe's part of fill_comparison: its cells and its rows' sums (empty when masked_fill refused it)."""
+    cells, rows, _ = fill_comparison(spec, dtype, seed)
+    return cells[cells.method == method], rows[rows.method == method]
+
+
+@cached(64)
+def summary_table(spec: MaskSpec, dtype: str, seed: int, words: Mapping[str, object], names: Mapping[str, str]):
+    """The recipes' summary as a page's table shows it: summary_text without the loss and the gradients (the
+    gradient section states those), the library's fill and the facts in `words`, the recipes under `names`.
+
+    words: none (a fact about no cells), library_fill, facts (fact -> its words), fact (the index's name).
+    """
+    _, _, summary = fill_comparison(spec, dtype, seed)
+    shown = summary_text(
+        summary.drop(columns=["loss", "max |grad| hidden logits", "max |grad| visible logits"]), none=words["none"]
+    )
+    shown.loc[shown["fact"] == "fill value", LIBRARY] = words["library_fill"]
+    facts = words["facts"]
+    shown = shown.assign(fact=shown["fact"].map(lambda f: facts.get(f, f))).set_index("fact").rename(columns=names)
+    return shown.rename_axis(words["fact"])
 
 
 def _stored(fill: str, dtype: torch.dtype) -> float:
@@ -308,6 +377,7 @@ MAX_NOTES_N = 32
 NOTES_MASKS = ("notes hierarchical", "hierarchical", "notes sliding window", "sliding window")
 
 
+@cached(8)
 def padding_renormalisation(real: int) -> tuple[pd.DataFrame, dict]:
     """The weights of the notes' logits before and after hiding all but the first `real` tokens.
 
@@ -340,6 +410,7 @@ def padding_renormalisation(real: int) -> tuple[pd.DataFrame, dict]:
     return rows, {"kept": kept, "factor": 1 / kept, "gap": float((after - rescaled).abs().max())}
 
 
+@cached(64)
 def notes_masks(n: int, window: int) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The notes' hierarchical and sliding-window masks beside attn_core's, as grids and counts.
 
@@ -367,3 +438,17 @@ def notes_masks(n: int, window: int) -> tuple[pd.DataFrame, pd.DataFrame]:
         for name, m in masks.items()
     )
     return cells, stats
+
+
+@cached(16)
+def renormalised_rows(real: int, yes: str, no: str) -> pd.DataFrame:
+    """padding_renormalisation's rows as a table shows them: "real" written as `yes` or `no`."""
+    rows, _ = padding_renormalisation(real)
+    return rows.assign(real=rows.real.map({True: yes, False: no}))
+
+
+@cached(64)
+def notes_counts(n: int, window: int, names: Mapping[str, str], yes: str, no: str) -> pd.DataFrame:
+    """notes_masks' counts as a table shows them: the parts under `names`, "causal" written as `yes` or `no`."""
+    _, counts = notes_masks(n, window)
+    return counts.assign(part=counts.part.map(names), causal=counts.causal.map({True: yes, False: no}))

@@ -18,7 +18,7 @@ import json
 import math
 import shlex
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import numpy as np
@@ -37,9 +37,11 @@ from attn_core.bench import (
     default_methods,
     hardware_info,
     run_benchmark,
+    status_parts,
 )
 from attn_core.budget import budget_bytes
 from attn_core.tiled import default_blocks, tiled_working_bytes, tiled_working_parts
+from explorer.ui.cache import Store, cached
 
 N_MIN = 128
 MAX_N_OPTIONS = tuple(2**i for i in range(9, 14))  # 512 .. 8192
@@ -135,45 +137,48 @@ def sizes(max_n: int) -> tuple[int, ...]:
     return tuple(2**i for i in range(int(math.log2(N_MIN)), int(math.log2(max_n)) + 1))
 
 
-def live_config(
-    methods, max_n, d, heads, causal, block, budget_mb, seed, device="cpu", time_limit_s=None
-) -> BenchConfig:
-    """The BenchConfig of one live run of the page (BenchConfig validates every field).
+@dataclasses.dataclass(frozen=True)
+class LiveSettings:
+    """What a live run of the page measures with, its methods aside: the form's fields, the seed and the device.
+    One value for every function that measures or describes a run; frozen, so equal settings are equal cache keys.
 
     block: one tile size for queries and keys, or AUTO for tiled_attention's own choice at each n.
-    time_limit_s: once a run has taken this long, its remaining (larger) n are skipped, not run.
+    time_limit_s: once a method has run this long, its remaining (larger) n are skipped, not run.
     """
-    block = None if block == AUTO else block
+
+    max_n: int
+    d: int
+    heads: int
+    causal: bool
+    block: int | str
+    budget_mb: float
+    seed: int = 0
+    device: str = "cpu"
+    time_limit_s: float | None = None
+
+
+def live_config(methods, settings: LiveSettings) -> BenchConfig:
+    """The BenchConfig of one live run of the page (BenchConfig validates every field)."""
+    block = None if settings.block == AUTO else settings.block
     return BenchConfig(
-        device=device,
-        ns=sizes(max_n),
-        d=d,
-        heads=heads,
-        causal=causal,
+        device=settings.device,
+        ns=sizes(settings.max_n),
+        d=settings.d,
+        heads=settings.heads,
+        causal=settings.causal,
         methods=tuple(methods),
         repeats=REPEATS,
         warmup=WARMUP,
-        memory_budget_mb=float(budget_mb),
+        memory_budget_mb=float(settings.budget_mb),
         block_q=block,
         block_k=block,
-        seed=seed,
-        time_limit_s=time_limit_s,
+        seed=settings.seed,
+        time_limit_s=settings.time_limit_s,
     )
 
 
 def run_method(
-    method,
-    max_n,
-    d,
-    heads,
-    causal,
-    block,
-    budget_mb,
-    seed,
-    device="cpu",
-    progress: Progress | None = None,
-    time_limit_s: float | None = None,
-    headroom: Headroom | None = None,
+    method: str, settings: LiveSettings, progress: Progress | None = None, headroom: Headroom | None = None
 ) -> pd.DataFrame:
     """One method of the live run at every n, as a DataFrame with the harness's ROW_FIELDS columns.
 
@@ -181,7 +186,7 @@ def run_method(
     limit therefore bounds each method's run: its smallest n always runs, the larger ones only while
     the method has taken less than time_limit_s. headroom: what the process may still take (run_benchmark).
     """
-    config = live_config([method], max_n, d, heads, causal, block, budget_mb, seed, device, time_limit_s)
+    config = live_config([method], settings)
     clock = CpuShare(progress)
     rows = pd.DataFrame(run_benchmark(config, clock, headroom), columns=list(ROW_FIELDS))
     return rows.assign(cpu_share=clock.shares(len(rows)))
@@ -210,9 +215,61 @@ class CpuShare:
         return out
 
 
+@dataclasses.dataclass(frozen=True, eq=False)
+class Measured:
+    """One method's live rows, named by their setting and the moment they were measured (`cache_key`: equal names,
+    equal rows), so what is made from them is keyed by that, never by hashing the rows. `kept`: keepable(rows)."""
+
+    rows: pd.DataFrame
+    cache_key: tuple
+    kept: bool
+
+
+_MEASURED = Store(64)  # live runs by (method, settings), for the whole server
+
+
+def measured(method: str, settings: LiveSettings, measure: Callable[[], pd.DataFrame]) -> Measured:
+    """One method's live rows for the whole server: measure() runs once per setting (a second caller asking meanwhile
+    waits for the first one's rows). Rows that are not keepable (memory cut them short, the server was busy, or
+    their repeats disagree) are returned and not kept: the next caller measures afresh."""
+
+    def run() -> Measured:
+        rows = measure()
+        return Measured(rows, (method, settings, time.time_ns()), keepable(rows))
+
+    return _MEASURED.get_once((method, settings), run, keep=lambda run: run.kept)
+
+
+@cached(64)
+def live_rows(runs: tuple[Measured, ...]) -> pd.DataFrame:
+    """The rows of the methods' runs, one frame."""
+    return pd.concat([run.rows for run in runs], ignore_index=True)
+
+
+@cached(32)
+def run_facts(rows: pd.DataFrame) -> dict:
+    """What the page says of a live run beside its charts and tables: short (entries skipped for the server's
+    memory) and need (the least one of them needed, MiB), busy (fitted entries measured on a busy server), noisy
+    (methods too noisy to state a slope), late (out_of_time) and tiles (tile_text)."""
+    short = short_of_memory(rows)
+    return {
+        "short": short,
+        "need": smallest_need_mib(rows) if short else math.nan,
+        "busy": busy_entries(rows),
+        "noisy": too_noisy(rows),
+        "late": out_of_time(rows),
+        "tiles": tile_text(rows),
+    }
+
+
 def short_of_memory(rows: pd.DataFrame) -> int:
     """How many entries were skipped because the process had too little memory left (run_benchmark's headroom)."""
     return int(rows.status.astype(str).str.startswith(HEADROOM_STATUS).sum())
+
+
+def smallest_need_mib(rows: pd.DataFrame) -> float:
+    """The least memory that an entry skipped for the server's memory needed (its status says how much)."""
+    return min(float(fields["need"]) for kind, fields in map(status_parts, rows.status) if kind == "headroom")
 
 
 def points(rows: pd.DataFrame, source: str) -> pd.DataFrame:
@@ -232,6 +289,13 @@ def points(rows: pd.DataFrame, source: str) -> pd.DataFrame:
             "cpu_share": ok.cpu_share.astype(float).to_numpy() if "cpu_share" in ok else math.nan,
         }
     )
+
+
+@cached(32)
+def chart_points(rows: pd.DataFrame, recorded: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The charts' points: the live rows', and a recorded run's when one is overlaid."""
+    overlay = [] if recorded is None else [points(recorded, "recorded")]
+    return pd.concat([points(rows, "live"), *overlay], ignore_index=True)
 
 
 def tiled_model_bytes(rows: pd.DataFrame) -> np.ndarray:
@@ -291,6 +355,33 @@ def results_table(
         }
     )
     return table.rename(columns=headers).reset_index(drop=True)
+
+
+def status_text(status: str, words: Mapping[str, str]) -> str:
+    """A harness status (bench.status_parts) in the reader's words, by its kind; what only the harness can say (an
+    error's message) stays as it wrote it."""
+    kind, fields = status_parts(status)
+    if kind == "budget" and fields["copies"]:
+        kind = "budget_copies"
+    return words[kind].format(**fields)
+
+
+@cached(32)
+def not_measured_in_words(
+    rows: pd.DataFrame, names: Mapping[str, str], headers: Mapping[str, str], words: Mapping[str, str]
+) -> pd.DataFrame:
+    """not_measured with each reason in the reader's words (status_text)."""
+    table = not_measured(rows, names, headers)
+    return table.assign(**{headers["reason"]: [status_text(s, words) for s in table[headers["reason"]]]})
+
+
+@cached(32)
+def results_in_words(
+    rows: pd.DataFrame, names: Mapping[str, str], headers: Mapping[str, str], words: Mapping[str, str]
+) -> pd.DataFrame:
+    """results_table with each status in the reader's words (status_text)."""
+    table = results_table(rows, names, headers)
+    return table.assign(**{headers["status"]: [status_text(s, words) for s in table[headers["status"]]]})
 
 
 def describe_fields(config: BenchConfig) -> dict:
@@ -353,6 +444,7 @@ SLOPE_COLUMNS = [
 ]  # fmt: skip
 
 
+@cached(32)
 def slopes(pts: pd.DataFrame, last: int = FIT_POINTS) -> pd.DataFrame:
     """Per (source, method): log-log slopes of time and peak memory over the `last` largest n.
 
@@ -390,6 +482,7 @@ def _fit(source: str, method: str, top: pd.DataFrame) -> dict:
     return row
 
 
+@cached(32)
 def slope_summary(
     slope_df: pd.DataFrame,
     short: Mapping[str, str] | None = None,
@@ -436,6 +529,7 @@ def _memory_cell(row) -> float:
     return math.nan if row is None else float(row.memory_slope)
 
 
+@cached(64)
 def guide_lines(pts: pd.DataFrame, column: str, anchor_source: str = "live") -> pd.DataFrame:
     """O(n^2) and O(n) reference lines through the lowest `column` value at the anchor's largest n.
 
@@ -454,6 +548,7 @@ def guide_lines(pts: pd.DataFrame, column: str, anchor_source: str = "live") -> 
     return pd.concat(frames, ignore_index=True)
 
 
+@cached(32)
 def score_matrix_line(pts: pd.DataFrame, source: str = "live") -> pd.DataFrame:
     """The theoretical bytes of one n x n score matrix (B*H*n^2*itemsize) at the measured n: n, value."""
     s = pts[pts.source == source].drop_duplicates("n").sort_values("n")
@@ -506,6 +601,13 @@ def recorded_shown(rows: pd.DataFrame, methods, offered) -> pd.DataFrame:
     return rows[rows.method.isin(list(methods)) | ~rows.method.isin(list(offered))]
 
 
+@cached(16)
+def recorded_overlay(files, aliases, label: str, methods, offered) -> pd.DataFrame | None:
+    """recorded_shown of the recorded run labelled `label` among recorded_runs(files, aliases); None without one."""
+    run = next((r for r in recorded_runs(files, aliases) if r.get("label") == label), None)
+    return None if run is None else recorded_shown(run["rows"], methods, offered)
+
+
 def recorded_label(header: dict, rows: pd.DataFrame, path) -> str:
     """Device and date of a recorded run, e.g. "AMD EPYC (cpu), 2026-11-21"; the file name if unknown."""
     device = header.get("device") or (str(rows.device.iloc[0]) if "device" in rows and len(rows) else "")
@@ -533,6 +635,7 @@ def tile_text(rows: pd.DataFrame) -> str:
     return " … ".join([sizes[0], sizes[-1]] if len(sizes) > 1 else sizes)
 
 
+@cached(32)
 def setting_differences(live: pd.DataFrame, recorded: pd.DataFrame) -> list[tuple[str, str, str]]:
     """(setting, live value, recorded value) wherever two runs' rows were measured differently: d, heads,
     batch, dtype, causal (of the methods that follow the flag), and the tiled rows' tile sizes at the n both
@@ -608,6 +711,7 @@ def results_csv(rows: pd.DataFrame, config: BenchConfig, columns: Mapping[str, s
     return out.getvalue() if "".join(names.values()).isascii() else "\ufeff" + out.getvalue()
 
 
+@cached(8)
 def recorded_runs(files: tuple[tuple[str, float], ...], aliases: tuple[tuple[str, str], ...] = ()) -> list[dict]:
     """Every recorded scaling run as {path, label, setup, gpu, header, rows}, or {path, error} if unreadable.
 
@@ -654,6 +758,7 @@ def recorded_listing(runs: list[dict], headers: Mapping[str, str] = LISTING_HEAD
     return table.rename(columns=headers)
 
 
+@cached(64)
 def legend_slopes(slope_df: pd.DataFrame, column: str, prefer: str) -> dict[str, float]:
     """method -> slope in `column`, from the `prefer` source where it has one, else the first other."""
     ordered = pd.concat([slope_df[slope_df.source == prefer], slope_df[slope_df.source != prefer]])
@@ -664,6 +769,7 @@ def legend_slopes(slope_df: pd.DataFrame, column: str, prefer: str) -> dict[str,
 # --- the Triton kernel's recorded speed on a GPU --------------------------------------------
 
 
+@cached(4)
 def kernel_record(files: tuple[tuple[str, float], ...]) -> tuple[pd.DataFrame, dict]:
     """(rows, facts) of the newest kernel speed record among `files` (by its date, then its name); an empty frame
     and {} when there is none.
@@ -697,6 +803,7 @@ def _distinct(values: pd.Series) -> str:
     return ", ".join(str(int(v)) for v in sorted(set(values.dropna())))
 
 
+@cached(16)
 def kernel_summary(rows: pd.DataFrame, mode: str, headers: Mapping[str, str] = KERNEL_HEADERS) -> pd.DataFrame:
     """Per (dtype, d, causal) of one mode, at the largest n where both ran: the TFLOP/s of the Triton kernel's
     default candidate (DEFAULT_CANDIDATE), of the fastest SDPA back-end, and their ratio (> 1: ours is faster).
@@ -780,6 +887,7 @@ def tiled_peak_part(row) -> str:
     return "tiles" if here["tiles"] > here["arrays"] else "arrays"
 
 
+@cached(32)
 def slope_facts(pts: pd.DataFrame, fitted: pd.DataFrame, rows: pd.DataFrame, source: str = "live") -> list[dict]:
     """Per method of `source`, in METHOD_LABELS order, what its sentence states: method, lo_n, hi_n, time (its
     time_text), verdict (time_verdict), memory, theory (memory_slope and memory_theory), kind (memory_kind),
@@ -818,6 +926,7 @@ def _verdict(fit, rows: pd.DataFrame) -> str:
     return time_verdict(fit.time_lo, fit.time_hi, fit.time_stated)
 
 
+@cached(16)
 def tiled_growth(d: int, heads: int, block, n: int = 512) -> float:
     """By what factor the tiled path's byte count (tiled_working_bytes) grows from n to 2n at these sizes and tile
     choice (AUTO: tiled_attention's own, default_blocks, at each n): the answer to the page's question."""

@@ -93,19 +93,19 @@ def test_masks_serves_a_rerun_its_charts_and_tables_from_the_store(open_page, mo
     import streamlit as st
 
     from explorer.tables import masks as tables
-    from explorer.ui import frame
+    from explorer.ui import draw
 
-    handed, texts, real_chart, real_text = {}, [], frame.chart, tables.summary_text
+    handed, texts, real_chart, real_text = {}, [], draw.chart, tables.summary_text
 
-    def recording(figure, data, name, **kwargs):
+    def recording(builder, *args, name, data=None, **kwargs):
         handed.setdefault(name, []).append(data)
-        return real_chart(figure, data, name, **kwargs)
+        return real_chart(builder, *args, name=name, data=data, **kwargs)
 
     def shown(kind):
         real = getattr(st, kind)
         return lambda data, *args, **kwargs: handed.setdefault(kind, []).append(data) or real(data, *args, **kwargs)
 
-    monkeypatch.setattr(frame, "chart", recording)
+    monkeypatch.setattr(draw, "chart", recording)
     for kind in ("table", "dataframe"):
         monkeypatch.setattr(st, kind, shown(kind))
     at = open_page("views/masks.py")

@@ -1,3 +1,4 @@
+import dataclasses
 import math
 
 import numpy as np
@@ -10,7 +11,7 @@ from attn_core import block_causal_mask, causal_mask, padding_mask, sliding_wind
 from explorer.tables import masks as T
 
 # The page's default: batch lengths (6, 2), padding AND a sliding window of 3, sequence 1 shown.
-DEFAULT = (6, ("padding", "sliding window"), (6, 2), 3, 2, None, 1)
+DEFAULT = T.MaskSpec(6, ("padding", "sliding window"), (6, 2), 3, 2, None, 1)
 
 
 @pytest.mark.parametrize(
@@ -82,7 +83,7 @@ def test_no_part_chosen_hides_nothing_and_bad_parts_are_refused():
 
 
 def test_mask_stats_at_the_default_counted_by_hand():
-    cells, stats = T.mask_parts(*DEFAULT)
+    cells, stats = T.mask_parts(DEFAULT)
     # Sequence 0 (length 6) keeps the window's 1+2+3+3+3+3 = 15 cells; sequence 1 (length 2) keeps 1+2+2+1 = 6.
     assert stats["hidden_share"] == pytest.approx((72 - 15 - 6) / 72, abs=1e-12)
     assert stats["padding_share"] == pytest.approx(1 - 8 / 12, abs=1e-12)
@@ -93,16 +94,16 @@ def test_mask_stats_at_the_default_counted_by_hand():
 
 
 def test_scores_and_weights_rows_sum_to_one_or_zero_and_hidden_weights_are_exactly_zero():
-    cells, rows = T.scores_and_weights(*DEFAULT, seed=0)
+    cells, rows = T.scores_and_weights(DEFAULT, seed=0)
     assert (cells.loc[cells.hidden, "weight"] == 0).all()
     # float64 softmax: a visible row's sum is 1 to within a few ulps
     np.testing.assert_allclose(rows["row_sum"], (rows["visible_keys"] > 0).astype(float), rtol=0, atol=1e-12)
-    other, _ = T.scores_and_weights(*DEFAULT, seed=1)
+    other, _ = T.scores_and_weights(DEFAULT, seed=1)
     assert not np.allclose(cells["score"], other["score"])  # the seed drives the scores
 
 
 def _summary(dtype, spec=DEFAULT):
-    _, _, summary = T.fill_comparison(*spec, dtype, 0)
+    _, _, summary = T.fill_comparison(spec, dtype, 0)
     return summary.set_index("method")
 
 
@@ -120,7 +121,7 @@ def test_fully_masked_row_nan_for_minus_inf_uniform_for_finite_fills_zero_for_th
 
 
 def test_uniform_weight_follows_n():
-    spec = (8, ("padding",), (8, 0), 3, 2, None, 1)  # sequence 1 is all padding: every row is fully masked
+    spec = T.MaskSpec(8, ("padding",), (8, 0), 3, 2, None, 1)  # sequence 1 is all padding: every row is fully masked
     s = _summary("float32", spec)
     assert s.loc["torch.softmax, fill -1e9", "fully masked row weight"] == pytest.approx(1 / 8, rel=2**-23)
 
@@ -139,7 +140,7 @@ def test_gradient_at_hidden_logits_is_exactly_zero_except_finite_fills_on_fully_
 
 
 def test_library_gradient_matches_the_softmax_jacobian_formula():
-    cells, _, _ = T.fill_comparison(*DEFAULT, "float64", 0)
+    cells, _, _ = T.fill_comparison(DEFAULT, "float64", 0)
     lib = cells[cells.method == T.LIBRARY]
     w = lib.pivot(index="query", columns="key", values="weight").to_numpy()
     g = lib.pivot(index="query", columns="key", values="grad").to_numpy()
@@ -150,7 +151,7 @@ def test_library_gradient_matches_the_softmax_jacobian_formula():
 
 
 def test_visible_rows_agree_between_recipes():
-    cells, _, _ = T.fill_comparison(*DEFAULT, "float32", 0)
+    cells, _, _ = T.fill_comparison(DEFAULT, "float32", 0)
     wide = cells.pivot_table(index=["query", "key"], columns="method", values="weight", dropna=False)
     visible_rows = wide.index.get_level_values("query") < 4
     lib = wide.loc[visible_rows, T.LIBRARY]
@@ -169,7 +170,7 @@ def test_float16_cannot_hold_minus_1e9_and_bfloat16_rounds_it():
 
 
 def test_summary_text_writes_nan_and_marks_refused_recipes():
-    _, _, summary = T.fill_comparison(*DEFAULT, "float16", 0)
+    _, _, summary = T.fill_comparison(DEFAULT, "float16", 0)
     text = T.summary_text(summary).set_index("fact")
     assert list(text.columns) == [f"torch.softmax, fill {f}" for f in T.FILLS] + [T.LIBRARY]
     assert text.loc["fully masked row weight", "torch.softmax, fill -inf"] == "NaN"
@@ -182,9 +183,9 @@ def test_summary_text_writes_nan_and_marks_refused_recipes():
 
 def test_bad_arguments_are_refused():
     with pytest.raises(ValueError, match="dtype must be one of"):
-        T.fill_comparison(*DEFAULT, "int8", 0)
+        T.fill_comparison(DEFAULT, "int8", 0)
     with pytest.raises(ValueError, match=r"sequence must lie in \[0, 1\]"):
-        T.scores_and_weights(6, (), (6, 2), 3, 2, None, 2, 0)
+        T.scores_and_weights(T.MaskSpec(6, (), (6, 2), 3, 2, None, 2), 0)
     with pytest.raises(ValueError, match="fill must be one of"):
         T.fill_value("-1e4", torch.float32)
 
@@ -230,9 +231,23 @@ def test_the_notes_sliding_window_is_one_key_wider():
 
 
 def test_summary_text_says_none_for_facts_about_rows_that_do_not_exist():
-    _, _, summary = T.fill_comparison(*DEFAULT[:-1], 0, "float32", 0)
+    _, _, summary = T.fill_comparison(dataclasses.replace(DEFAULT, sequence=0), "float32", 0)
     assert (summary["fully masked rows"] == 0).all()
     text = T.summary_text(summary, none="none").set_index("fact")
     assert (text.loc["fully masked row weight"] == "none").all()
     assert (text.loc["max |grad| hidden logits (fully masked rows)"] == "none").all()
     assert text.loc["max weight on hidden keys (other rows)", T.LIBRARY] == "0"  # such keys exist: a number
+
+
+def test_a_mask_spec_is_frozen_and_equal_specs_share_one_cached_result():
+    from explorer.ui.cache import key_of
+
+    listed = T.MaskSpec(6, ["padding", "sliding window"], [6, 2], 3, 2, None, 1)  # as a page might build it
+    assert listed == DEFAULT and hash(listed) == hash(DEFAULT) and key_of(listed) == key_of(DEFAULT)
+    assert (listed.parts, listed.lengths) == (("padding", "sliding window"), (6, 2))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        listed.sequence = 0
+    assert key_of(dataclasses.replace(DEFAULT, sequence=0)) != key_of(DEFAULT)
+    assert T.mask_parts(listed)[0] is T.mask_parts(DEFAULT)[0]  # one entry for the whole server, not two
+    custom = T.MaskSpec(2, ("custom",), (2,), 1, 1, [[True, False], [True, True]])
+    assert custom.custom == ((True, False), (True, True))

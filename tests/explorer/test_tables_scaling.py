@@ -147,7 +147,7 @@ def test_points_keep_measured_entries_and_not_measured_the_rest():
 
 def test_run_method_measures_and_skips_over_the_budget():
     # naive at n = 256 needs 3 * 1 * 256^2 * 4 B = 0.75 MiB: over a 0.5 MiB budget, under it at n = 128
-    rows = tables.run_method("naive", 256, 16, 1, False, 32, 0.5, 0)
+    rows = tables.run_method("naive", tables.LiveSettings(256, 16, 1, False, 32, 0.5, 0))
     assert list(rows.columns) == [*ROW_FIELDS, "cpu_share"]  # the harness's fields, and how busy the server was
     assert 0 < rows.cpu_share.iloc[0] <= 1
     assert list(rows.n) == [128, 256]
@@ -170,18 +170,19 @@ def test_a_tiny_time_limit_runs_the_smallest_n_and_skips_the_rest():
 
 
 def test_the_page_reports_which_methods_ran_out_of_time():
-    rows = tables.run_method("naive", 512, 16, 1, False, 32, 64, 0, time_limit_s=1e-6)
+    rows = tables.run_method("naive", tables.LiveSettings(512, 16, 1, False, 32, 64, 0, time_limit_s=1e-6))
     assert list(rows.status == "ok") == [True, False, False]
     assert tables.out_of_time(rows) == {"naive": 256}
-    assert tables.out_of_time(tables.run_method("sdpa", 256, 16, 1, False, 32, 64, 0, time_limit_s=60)) == {}
-    config = tables.live_config(["naive"], 512, 16, 1, False, 32, 64, 0, time_limit_s=2.5)
+    ample = tables.LiveSettings(256, 16, 1, False, 32, 64, 0, time_limit_s=60)
+    assert tables.out_of_time(tables.run_method("sdpa", ample)) == {}
+    config = tables.live_config(["naive"], tables.LiveSettings(512, 16, 1, False, 32, 64, 0, time_limit_s=2.5))
     assert tables.bench_command(config).endswith("--seed 0 --time-limit-s 2.5")
 
 
 @pytest.mark.parametrize("limit", [0, -1.0, math.inf, "20", True])
 def test_a_bad_time_limit_names_the_field(limit):
     with pytest.raises(ValueError, match="time_limit_s"):
-        tables.live_config(["naive"], 512, 16, 1, False, 32, 64, 0, time_limit_s=limit)
+        tables.live_config(["naive"], tables.LiveSettings(512, 16, 1, False, 32, 64, 0, time_limit_s=limit))
 
 
 def test_tables_take_their_headers_and_method_names_from_the_page():
@@ -206,13 +207,44 @@ def test_budget_options_stop_at_the_librarys_memory_budget():
         assert tables.budget_options() == (8.0,)
 
 
+def test_live_settings_are_one_frozen_value_keyed_by_their_fields():
+    from explorer.ui.cache import key_of
+
+    settings = tables.LiveSettings(512, 16, 1, False, tables.AUTO, 64, seed=3)
+    assert key_of(settings) == key_of(tables.LiveSettings(512, 16, 1, False, tables.AUTO, 64, seed=3))
+    assert key_of(dataclasses.replace(settings, budget_mb=64.0)) != key_of(settings)  # 64 MiB as int and float differ
+    assert key_of(dataclasses.replace(settings, time_limit_s=20)) != key_of(settings)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        settings.d = 32
+    config = tables.live_config(["tiled"], settings)
+    assert (config.ns, config.d, config.seed, config.memory_budget_mb) == ((128, 256, 512), 16, 3, 64.0)
+
+
+@pytest.mark.parametrize("keep", [True, False])
+def test_a_kept_run_is_measured_once_for_the_server_and_an_unkept_one_again(monkeypatch, keep):
+    calls = []
+
+    def measure():
+        calls.append(1)
+        return pd.DataFrame([bench_row(n=128), bench_row(n=256)])
+
+    monkeypatch.setattr(tables, "keepable", lambda rows: keep)
+    settings = tables.LiveSettings(256, 16, 1, False, 32, 64, seed=1000 + keep)  # a setting no other test measures
+    first = tables.measured("naive", settings, measure)
+    again = tables.measured("naive", settings, measure)
+    assert first.kept is keep and len(calls) == (1 if keep else 2)
+    assert (again is first) == keep and first.cache_key[:2] == ("naive", settings)
+    rows = tables.live_rows((first,))
+    assert rows is tables.live_rows((first,)) and list(rows.n) == [128, 256]  # keyed by the run's name, not its rows
+
+
 def test_live_config_validates_through_the_harness():
-    config = tables.live_config(["tiled"], 512, 32, 2, True, 64, 16, 3)
+    config = tables.live_config(["tiled"], tables.LiveSettings(512, 32, 2, True, 64, 16, 3))
     assert (config.ns, config.block_q, config.block_k, config.repeats) == ((128, 256, 512), 64, 64, tables.REPEATS)
     with pytest.raises(ValueError, match="methods"):
-        tables.live_config([], 512, 32, 2, True, 64, 16, 3)
+        tables.live_config([], tables.LiveSettings(512, 32, 2, True, 64, 16, 3))
     with pytest.raises(ValueError, match="d"):
-        tables.live_config(["naive"], 512, 0, 2, True, 64, 16, 3)
+        tables.live_config(["naive"], tables.LiveSettings(512, 0, 2, True, 64, 16, 3))
 
 
 # --- recorded runs and the download ---------------------------------------------------------
@@ -347,7 +379,7 @@ def test_the_repositorys_gpu_record_is_summarised_at_its_largest_n():
 
 
 def test_a_download_from_a_chinese_page_names_its_columns_in_chinese_and_still_reads_back(tmp_path):
-    config = tables.live_config(["naive"], 512, 16, 2, False, 64, 16, 0)
+    config = tables.live_config(["naive"], tables.LiveSettings(512, 16, 2, False, 64, 16, 0))
     rows = pd.DataFrame([bench_row(n=128), bench_row(n=256)])
     zh = {field: catalog("zh")[f"scaling.csv_columns.{field}"] for field in ROW_FIELDS}
     text = tables.results_csv(rows, config, zh)
@@ -365,7 +397,7 @@ def test_a_download_from_a_chinese_page_names_its_columns_in_chinese_and_still_r
 
 
 def test_the_download_is_a_recorded_csv_the_page_can_read_back(tmp_path):
-    config = tables.live_config(["naive", "sdpa"], 512, 16, 2, False, 64, 16, 0)
+    config = tables.live_config(["naive", "sdpa"], tables.LiveSettings(512, 16, 2, False, 64, 16, 0))
     rows = pd.DataFrame([bench_row(n=128), bench_row("sdpa", n=128), bench_row(n=512, status="skipped: x")])
     path = tmp_path / "live.csv"
     path.write_text(tables.results_csv(rows, config))
@@ -428,16 +460,16 @@ def leaf_layers(spec: dict) -> list[dict]:
 def test_auto_tiles_are_tiled_attentions_own_and_each_row_records_them():
     from attn_core.tiled import default_blocks
 
-    config = tables.live_config(["tiled"], 512, 16, 1, False, tables.AUTO, 64, 0)
+    config = tables.live_config(["tiled"], tables.LiveSettings(512, 16, 1, False, tables.AUTO, 64, 0))
     assert (config.block_q, config.block_k) == (None, None)
     assert "--block-q" not in tables.bench_command(config)
     assert tables.describe_fields(config)["block"] == tables.AUTO
-    rows = tables.run_method("tiled", 512, 16, 1, False, tables.AUTO, 64, 0)
+    rows = tables.run_method("tiled", tables.LiveSettings(512, 16, 1, False, tables.AUTO, 64, 0))
     assert [(r.block_q, r.block_k) for r in rows.itertuples()] == [default_blocks(n, n) for n in (128, 256, 512)]
     assert tables.tile_text(rows) == " … ".join(
         dict.fromkeys(f"{q}×{k}" for q, k in (default_blocks(128, 128), default_blocks(512, 512)))
     )
-    fixed = tables.live_config(["tiled"], 512, 16, 1, False, 32, 64, 0)
+    fixed = tables.live_config(["tiled"], tables.LiveSettings(512, 16, 1, False, 32, 64, 0))
     assert "--block-q 32 --block-k 32" in tables.bench_command(fixed)
 
 
