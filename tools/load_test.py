@@ -752,9 +752,10 @@ class FreshRun:
 
 
 @contextlib.contextmanager
-def fresh_server(start_timeout: float = 120.0):
+def fresh_server(start_timeout: float = 120.0, env: dict[str, str] | None = None):
     """`streamlit run app.py` on a free loopback port with its log in a temporary file: yields (url, started, log)
-    with `started` the time.monotonic() just before the process was made and log() the log so far."""
+    with `started` the time.monotonic() just before the process was made and log() the log so far. `env`: variables
+    added to this process's environment for the server (a test's ATTN_LOADER_GATE)."""
     from tools.server import _stop, free_port, wait_healthy
 
     port = free_port()
@@ -768,7 +769,8 @@ def fresh_server(start_timeout: float = 120.0):
             return out.read()
 
         started = time.monotonic()
-        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, text=True)
+        server_env = {**os.environ, **(env or {})}
+        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, text=True, env=server_env)
         try:
             url = f"http://127.0.0.1:{port}"
             wait_healthy(url, proc, start_timeout, "streamlit", log)

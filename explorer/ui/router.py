@@ -6,8 +6,14 @@ from __future__ import annotations
 
 import ast
 import concurrent.futures
+import contextlib
+import gc
+import logging
+import os
 import pathlib
+import sys
 import threading
+import time
 
 import streamlit as st
 
@@ -20,6 +26,8 @@ SCRIPTS = (ROOT / "app.py", ROOT / "views")  # the router and the folder of page
 
 _loading = threading.Lock()
 _load: concurrent.futures.Future | None = None  # the page-loading thread's outcome (None: not started yet)
+_warmed = threading.Event()  # set once that thread has also warmed torch's first uses (warm_torch), or failed to
+GATE = "ATTN_LOADER_GATE"  # tests only: a file the page-loading thread waits for before it imports anything
 _in_page = threading.local()  # .running: this script thread is inside router.run_page
 _streamlit_stop = st.stop
 
@@ -37,14 +45,83 @@ def import_lines(path: pathlib.Path):
     return compile(ast.Module(lines, type_ignores=[]), str(path), "exec")
 
 
+def _wait_for_gate() -> None:
+    """Hold the page-loading thread until the file named by ATTN_LOADER_GATE exists (unset: go at once): a test can
+    then see what a fresh server draws while it loads, whatever the machine's speed."""
+    gate = os.environ.get(GATE)
+    while gate and not os.path.exists(gate):
+        time.sleep(0.05)
+
+
+@contextlib.contextmanager
+def _collector_paused():
+    """Python's cyclic collector off while the libraries are imported, one collection at the end. The heap grows by
+    ~390,000 objects and each full collection on the way walks what is there: 2.06-2.24 s of CPU for the load with
+    it, 1.62-1.76 s without, 1.91-2.0 s with the one collection (measured); that collection frees the imports'
+    ~8,000 unreachable cycles (~120,000 objects) that the first run's gc.freeze() would otherwise keep for good."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+        gc.collect()
+
+
+def warm_first_encodes() -> None:
+    """A two-row table through pandas, Arrow and an Altair spec: their first use imports ~25 modules more (pandas'
+    Arrow strings, narwhals' pandas layer), which the class's first runs would otherwise import in many threads
+    at once, each from its own page. ~40 ms of CPU, so done before any page runs."""
+    import altair as alt
+    import pandas as pd
+    import pyarrow as pa
+
+    table = pd.DataFrame({"x": [0.0, 1.0], "y": [1.0, 2.0]}, index=["a", "b"])
+    pa.Table.from_pandas(table)
+    alt.Chart(table).mark_bar().encode(x="x", y="y").to_dict()
+
+
+def warm_torch() -> None:
+    """torch's first backward given an output gradient imports sympy (torch.autograd._make_grads: ~480 modules,
+    ~0.3 s of CPU; the worked example's first run), and its first optimizer imports its compiler's front end
+    (torch._dynamo, through torch._compile._disable_dynamo: ~390 modules, ~0.85 s; the first run of every page that
+    trains: 1.2-1.35 s of CPU for the induction page's first run). Done here, once, right after the pages' modules:
+    too slow to hold every first page for, so the pages run meanwhile. A page reaching either first use meanwhile
+    waits for this thread's import or makes it itself while this thread waits; no deadlock: torch._dynamo's import
+    brings sympy's part only through torch.fx.experimental.symbolic_shapes, the one module the first backward
+    imports (tests/app/test_router_loading.py checks it), so whichever thread holds that module's lock, the other
+    waits holding none that the first needs."""
+    import torch
+
+    weight = torch.zeros(1, requires_grad=True)
+    (2 * weight).backward(torch.ones(1))
+    torch.optim.Adam([weight], foreach=True).step()  # the step imports a little more (the profiler's hooks)
+
+
+def _warm_after_load() -> None:
+    try:
+        if "torch" in sys.modules:  # the pages use it (a test's stand-in scripts may not)
+            warm_torch()
+        gc.freeze()  # like the first run's settle (explorer.ui.heavy.settle_process): keep collections short
+    except Exception:  # noqa: BLE001 - not fatal: the pages import what they use themselves
+        logging.getLogger(__name__).exception("warming torch's first uses failed")
+    finally:
+        _warmed.set()
+
+
 def _import_all(done: concurrent.futures.Future) -> None:
     try:
-        for script in scripts():
-            exec(import_lines(script), {})  # noqa: S102 - our own scripts' import lines, nothing else
+        _wait_for_gate()
+        with _collector_paused():
+            for script in scripts():
+                exec(import_lines(script), {})  # noqa: S102 - our own scripts' import lines, nothing else
+            warm_first_encodes()
     except BaseException as e:  # noqa: BLE001 - handed to every run that waits for the load
         done.set_exception(e)
     else:
         done.set_result(None)
+        _warm_after_load()
 
 
 def start_loading() -> concurrent.futures.Future:
@@ -66,6 +143,11 @@ def start_loading() -> concurrent.futures.Future:
 
 def loaded() -> bool:
     return _load is not None and _load.done() and _load.exception() is None
+
+
+def warmed(timeout: float | None = None) -> bool:
+    """Whether the page-loading thread has warmed torch's first uses (waiting up to `timeout` seconds)."""
+    return _warmed.wait(timeout)
 
 
 def load_modules() -> None:

@@ -90,3 +90,89 @@ def test_the_title_shown_while_loading_is_the_page_s_own_in_the_viewer_s_languag
     assert router._word("zh", "home.lede", "home.story") == catalog("zh")["home.story"]
     assert router._word("zh", "no.such.key", "common.frame.preparing") == catalog("zh")["common.frame.preparing"]
     assert router._word("en", "no.such.key") == ""
+
+
+def test_the_loader_warms_the_first_uses_that_import_more():
+    """The first table, Arrow encode and Altair spec import pandas', pyarrow's and narwhals' lazy parts before any page
+    runs; then the same thread makes torch's first backward with an output gradient (sympy) and first optimizer step
+    (torch._dynamo): a page's own first use of either imports nothing afterwards (the induction page's first run
+    imported ~880 modules, ~1.2 s of CPU)."""
+    got = _fresh(
+        "import json, sys, torch\n"
+        "from explorer.ui import router\n"
+        "router.load_modules()\n"
+        "at_load = [m in sys.modules for m in ('pyarrow.pandas_compat', 'narwhals._pandas_like.dataframe')]\n"
+        "warmed = router.warmed(240)\n"
+        "before = set(sys.modules)\n"
+        "w = torch.ones(3, requires_grad=True)\n"
+        "(w * w).backward(torch.ones(3))\n"
+        "torch.optim.Adam([w], lr=0.1).step()\n"
+        "print(json.dumps(dict(at_load=at_load, warmed=warmed, sympy='sympy' in before,\n"
+        "                      new=sorted(set(sys.modules) - before))))"
+    )
+    assert got == {"at_load": [True, True], "warmed": True, "sympy": True, "new": []}
+
+
+# Prints, for an import of the module named by argv[1] after torch's, each module it brings and the modules this
+# thread was importing when that one started (its import locks held), outermost first.
+_CHAINS = """
+import json, sys, torch
+met = []
+class Watch:
+    def find_spec(self, name, path=None, target=None):
+        held, frame = [], sys._getframe(1)
+        while frame:
+            if frame.f_code.co_name == "_find_and_load_unlocked":
+                held.append(frame.f_locals["name"])
+            frame = frame.f_back
+        met.append([name, held[::-1]])
+sys.meta_path.insert(0, Watch())
+__import__(sys.argv[1])
+print(json.dumps(met))
+"""
+
+
+def _brought(module: str) -> list:
+    done = subprocess.run(
+        [sys.executable, "-c", _CHAINS, module], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_torch_s_two_warmed_imports_share_their_modules_through_one_gate_only():
+    """Why a page may run while the loader warms torch (router.warm_torch): a page's first optimizer imports
+    torch._dynamo, whose import brings every module of sympy's part (what the first backward with an output gradient
+    imports) through torch.fx.experimental.symbolic_shapes alone. So whichever thread holds that module's lock, the
+    other waits holding none the first needs: no deadlock, no half-made module (issue 26's race)."""
+    gate = "torch.fx.experimental.symbolic_shapes"
+    sympy_part = {name for name, _ in _brought(gate)}
+    entered = {
+        next(m for m in [*held, name] if m in sympy_part)
+        for name, held in _brought("torch._dynamo")
+        if name in sympy_part
+    }
+    assert len(sympy_part) > 100  # sympy and mpmath
+    assert entered == {gate}
+
+
+def test_the_collector_is_paused_while_the_libraries_load_and_collects_once_after():
+    """Full collections during the import walk the whole growing heap (~0.4 s of the load's ~2.1 s of CPU): off
+    meanwhile, then one collection frees the cycles the imports left, and the collector is on again."""
+    import gc
+    import weakref
+
+    from explorer.ui import router
+
+    class Node:
+        pass
+
+    assert gc.isenabled()
+    with router._collector_paused():
+        inside = gc.isenabled()
+        node = Node()
+        node.me = node
+        dead = weakref.ref(node)
+        del node
+        left = dead() is not None
+    assert (inside, left, dead(), gc.isenabled()) == (False, True, None, True)
