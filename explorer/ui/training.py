@@ -18,7 +18,12 @@ with none training, ends untrained, saying that it would fit later.
 While a student waits, the page shows the run's place in the line and when it should start and end, computed
 from measured work: each run's steps and flops per step and the seconds per step of the runs measured so far on
 this server (`Pace`), scheduled over the slots in line order. A run's own pace counts only from SETTLE_S after its
-start (see there); until something is measured the page says so instead of guessing.
+start and CALM_S after the latest page joined the line (see there); until something is measured the page says so
+instead of guessing.
+
+The shelf is an explorer.ui.cache Store, the one store type of the app; the line is the heavy line's (heavy.Line)
+with training runs as its tickets; each result carries a `cache_key` (stamp) so a page's cached table functions
+take it as an argument.
 
 A run belongs to whoever watches it: a student who stops watching (the stop button, another control, closing the
 tab) just leaves, and a run that nobody has looked at for GRACE_S seconds is dropped (waiting) or stopped
@@ -28,7 +33,9 @@ tab) just leaves, and a run that nobody has looked at for GRACE_S seconds is dro
 from __future__ import annotations
 
 import collections
+import dataclasses
 import heapq
+import itertools
 import math
 import threading
 import time
@@ -42,8 +49,9 @@ from attn_core.learn import one_thread
 from explorer.tables.learning import TooMuchWork
 from explorer.tables.learning import cost as learning_cost
 from explorer.ui import heavy
-from explorer.ui.frame import friendly_errors, literal
+from explorer.ui.cache import Store
 from explorer.ui.i18n import t
+from explorer.ui.page import friendly_errors, literal
 
 SHELF_SIZE = 8  # finished runs kept for the whole server: a default run is well under a megabyte
 STOPPED = "_training_stopped"  # session flag: the last run was stopped by its button
@@ -52,12 +60,12 @@ WATCHING = "_training_watching"  # session: the key of the run it waits for, so 
 POLL_S = 0.5  # how often a waiting page redraws its place (and notices a click that stops it)
 GRACE_S = 3.0  # a run nobody has looked at for this long has lost its viewers: dropped or stopped
 MAX_WAITING = 60  # runs waiting (not training) in the whole server: two per student of a class of 30
-# A run's own pace is measured from SETTLE_S after its start, over at least MIN_STEPS steps. Its first steps include
-# building the model and come while every page whose click started the line reruns at once: 30 clicks together on a
-# busy machine, the first 20 steps of the first run took 89 ms each, the next 280 took 26 ms, at the same 7 ms of CPU
-# per step (the run's thread got 9 % of a core, then 26 %); estimates measured over them were 3x the real times
-# (benchmarks/load_test_train.md).
+# A run's own pace is measured over at least MIN_STEPS steps from SETTLE_S after its start (building the model) and
+# CALM_S after the latest page joined the line, whichever is later: a page reruns until it joins, and the steps
+# taken while a class's pages rerun into the line are several times slower at the same CPU per step
+# (benchmarks/load_test_train.md). A run finished without such a window gives its last MIN_STEPS steps' pace.
 SETTLE_S = 2.0
+CALM_S = 0.5
 MIN_STEPS = 20
 
 
@@ -80,29 +88,6 @@ class ShortOfMemory(RuntimeError):
     def __init__(self, need_mb: float, room_mb: float):
         super().__init__(f"training needs ~{need_mb:.0f} MiB, the server has ~{room_mb:.0f} MiB left")
         self.need_mb = need_mb
-
-
-class Shelf:
-    """A small least-recently-used dict, safe to share between the sessions' threads."""
-
-    def __init__(self, size: int):
-        self.size = size
-        self._items: collections.OrderedDict = collections.OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: Hashable):
-        with self._lock:
-            if key not in self._items:
-                return None
-            self._items.move_to_end(key)
-            return self._items[key]
-
-    def put(self, key: Hashable, value) -> None:
-        with self._lock:
-            self._items[key] = value
-            self._items.move_to_end(key)
-            while len(self._items) > self.size:
-                self._items.popitem(last=False)
 
 
 class Pace:
@@ -155,7 +140,10 @@ class Job:
     done: int = 0
     loss: float = math.nan
     started: float = 0.0
-    settled: tuple[float, int] | None = None  # (when, steps done) at its first step SETTLE_S after the start
+    calm_from: float = 0.0  # its steps from then on measure its pace (see SETTLE_S)
+    settled: tuple[float, int] | None = None  # (when, steps done) at its first step from calm_from
+    crowded: bool = False  # a page joined the line while it trained
+    recent: collections.deque = field(default_factory=lambda: collections.deque(maxlen=MIN_STEPS + 1))
     seen: float = field(default_factory=time.monotonic)  # when a viewer last looked
     result: object = None
     error: BaseException | None = None
@@ -170,15 +158,27 @@ class Job:
     def step_taken(self, done: int, loss: float) -> None:
         now = time.monotonic()
         self.done, self.loss = done, loss
-        if self.settled is None and now - self.started >= SETTLE_S:
+        self.recent.append((now, done))
+        if self.settled is None and now >= self.calm_from:
             self.settled = (now, done)
 
-    def pace(self, end: float) -> float:
-        """Seconds per step of the whole finished run: since it settled when that covers MIN_STEPS steps (a short
-        run's start is most of it, and counts)."""
+    def crowd(self, calm_from: float) -> None:
+        """A page joined the line: this run measures its pace again from `calm_from` (the line's lock held)."""
+        if calm_from > self.calm_from:
+            self.calm_from, self.settled, self.crowded = calm_from, None, True
+
+    def pace(self, end: float) -> float | None:
+        """Seconds per step of the finished run: since it settled when that covers MIN_STEPS steps; else, if no
+        page joined meanwhile, over the whole run (a short run's start is most of it, and counts), else over its
+        last MIN_STEPS steps; None for a run of fewer steps."""
         if self.settled is not None and self.done - self.settled[1] >= MIN_STEPS:
             return (end - self.settled[0]) / (self.done - self.settled[1])
-        return (end - self.started) / self.done
+        if self.done < MIN_STEPS:
+            return None
+        if not self.crowded:
+            return (end - self.started) / self.done
+        (first, first_done), (last, last_done) = self.recent[0], self.recent[-1]
+        return (last - first) / (last_done - first_done) if last_done > first_done else None
 
 
 @dataclass(frozen=True)
@@ -200,36 +200,35 @@ class View:
     short_mb: float | None = None  # next to start but waiting for a training run to free memory: MiB free now
 
 
-class TrainingLine:
+class TrainingLine(heavy.Line):
     """First-come, first-served training runs, `slots` at a time in worker threads; a run asked for while the same
-    key waits or trains is joined instead of queued again."""
+    key waits or trains is joined instead of queued again. The line itself (its places, order, refusal when full) is
+    the heavy line's (heavy.Line), with the runs as its tickets."""
 
-    def __init__(self, slots: int, max_waiting: int = MAX_WAITING, shelf: Shelf | None = None, room=None):
+    def __init__(self, slots: int, max_waiting: int = MAX_WAITING, shelf: Store | None = None, room=None):
         """room() -> bytes the server may still take (default heavy.headroom), None where unknown."""
-        if slots < 1 or max_waiting < 0:
-            raise ValueError(f"slots must be >= 1 and max_waiting >= 0, got {slots} and {max_waiting}")
-        self.slots, self.max_waiting = slots, max_waiting
+        super().__init__(slots, max_waiting)
         self._room = room
-        self.shelf = shelf if shelf is not None else Shelf(SHELF_SIZE)
+        self.shelf = shelf if shelf is not None else Store(SHELF_SIZE)
         self.pace = Pace()
-        self._cond = threading.Condition()
-        self._jobs: list[Job] = []  # training and waiting, in line order
         self._workers: list[threading.Thread] = []
+        self._arrived = -math.inf  # when a page last joined the line (its rerun crowds the CPUs)
+        self._cut = itertools.count()  # numbers the runs cut short: no two share a cache_key
 
     def join(
         self, key: Hashable, run, *, steps: int, flops: float, budget_s: float, complete, memory_mb: float = 0.0
     ) -> tuple[Job, bool]:
         """(the run of `key` in the line, whether it was already there); Full when too many wait."""
         with self._cond:
-            job = next((j for j in self._jobs if j.key == key), None)
+            now = self._arrived = time.monotonic()
+            for running in self._running:
+                running.crowd(now + CALM_S)
+            job = self._find(key)
             if job is not None:
-                job.seen = time.monotonic()
+                job.seen = now
                 return job, True
-            waiting = sum(j.state == "waiting" for j in self._jobs)
-            if waiting >= self.max_waiting and len(self._jobs) >= self.slots:  # no free slot, and no room to wait
-                raise Full(f"{self.max_waiting} training runs are already waiting")
             job = Job(key, run, steps, flops, budget_s, complete, memory_mb)
-            self._jobs.append(job)
+            self._enter(job)  # Full when no place is free and max_waiting runs wait
             self._start_workers()
             self._cond.notify_all()
             return job, False
@@ -237,20 +236,27 @@ class TrainingLine:
     def find(self, key: Hashable) -> Job | None:
         """The run of `key` waiting or training now, if any."""
         with self._cond:
-            return next((j for j in self._jobs if j.key == key), None)
+            return self._find(key)
+
+    @property
+    def _jobs(self) -> list[Job]:
+        """The runs in the line: those training, then those waiting in order."""
+        return [*self._running, *self._waiting]
+
+    def _find(self, key: Hashable) -> Job | None:
+        return next((j for j in self._jobs if j.key == key), None)
 
     def look(self, job: Job) -> View:
         """`job` as its viewer sees it now (and a sign that it still has one)."""
         with self._cond:
             now = job.seen = time.monotonic()
             times = self._schedule(now)
-            training = sum(j.state == "training" for j in self._jobs)
-            waiting = [j for j in self._jobs if j.state == "waiting"]
-            place = waiting.index(job) + 1 if job in waiting else 0
+            training = len(self._running)
+            place, ahead = self._place_of(job)
             start_s, end_s = times.get(job, (None, None))
             per = job.own_pace(now) or self.pace.per_step(job.flops, self._live(now))
         return View(
-            job.state, place, training + place - 1 if place else 0, training, job.done, job.steps, job.loss,
+            job.state, place, ahead, training, job.done, job.steps, job.loss,
             start_s, end_s, len(self.pace), None if not per else 1 / per, job.memory_mb, job.short_mb,
         )  # fmt: skip
 
@@ -259,14 +265,14 @@ class TrainingLine:
         steadier than the first steps of one)."""
         if len(self.pace):
             return []
-        return [(j.flops, p) for j in self._jobs if (p := j.own_pace(now)) is not None]
+        return [(j.flops, p) for j in self._running if (p := j.own_pace(now)) is not None]
 
     def _schedule(self, now: float) -> dict[Job, tuple[float, float]]:
         """Seconds from now until each run starts and ends: the training runs' remaining steps, then the waiting
         ones in order on whichever slot frees first, each at the measured pace and within its time budget."""
         live = self._live(now)
         slots, times = [], {}
-        for job in (j for j in self._jobs if j.state == "training"):
+        for job in self._running:
             per = job.own_pace(now) or self.pace.per_step(job.flops, live)
             if per is None:
                 return {}
@@ -275,7 +281,7 @@ class TrainingLine:
             slots.append(left)
         slots += [0.0] * max(0, self.slots - len(slots))
         heapq.heapify(slots)
-        for job in (j for j in self._jobs if j.state == "waiting"):
+        for job in self._waiting:
             per = self.pace.per_step(job.flops, live)
             if per is None:
                 return times
@@ -296,11 +302,13 @@ class TrainingLine:
         with self._cond:
             while True:
                 now = time.monotonic()
-                for job in [j for j in self._jobs if j.state == "waiting" and now - j.seen > GRACE_S]:
+                for job in [j for j in self._waiting if now - j.seen > GRACE_S]:
                     self._end(job)
-                job = next((j for j in self._jobs if j.state == "waiting"), None)
+                job = self._waiting[0] if self._waiting else None
                 if job is not None and self._fits(job):
+                    self._start(job)
                     job.state, job.started, job.short_mb = "training", now, None
+                    job.calm_from = max(now + SETTLE_S, self._arrived + CALM_S)
                     return job
                 self._cond.wait(POLL_S if job is not None else GRACE_S)
 
@@ -314,7 +322,7 @@ class TrainingLine:
             room = None
         if room is None or not job.memory_mb:
             return True
-        training = [j for j in self._jobs if j.state == "training"]
+        training = self._running
         free_mb = room / 2**20 - sum(j.memory_mb for j in training)
         if job.memory_mb <= free_mb:
             return True
@@ -328,9 +336,8 @@ class TrainingLine:
     def _end(self, job: Job) -> None:
         """Out of the line, its viewers woken (the lock held)."""
         job.state = "done"
-        self._jobs.remove(job)
+        self._leave(job)
         job.finished.set()
-        self._cond.notify_all()
 
     def _work(self) -> None:
         with one_thread():  # two runs at once on two cores, and no OpenMP threads spinning for a busy core
@@ -347,14 +354,35 @@ class TrainingLine:
 
         try:
             job.result = job.run(keep_going=keep_going, progress=progress)
-            if job.done >= MIN_STEPS:
-                self.pace.add(job.flops, job.pace(time.monotonic()))
-            if job.complete(job.result):
+            if (pace := job.pace(time.monotonic())) is not None:
+                self.pace.add(job.flops, pace)
+            complete = job.complete(job.result)
+            stamp(job.result, job.key if complete else (job.key, "cut short", next(self._cut)))
+            if complete:
                 self.shelf.put(job.key, job.result)
         except Exception as err:  # noqa: BLE001 - shown to its viewers by the page, not lost in a worker thread
             job.error = err
         with self._cond:
             self._end(job)
+
+
+def stamp(result: object, key: Hashable) -> None:
+    """Give a training result its `cache_key` (explorer.ui.cache.key_of keys it by that, so a page passes the result
+    itself to a cached table function): the run's key, its settings and seed, for a complete run (the runs are
+    seeded and take one torch thread: the same key trains the same result); for a run cut short (its time budget,
+    its viewers gone) a key of its own. The runs inside a result of several (a dataclass field holding a result of
+    its own, one with a `config`: ScalingComparison.scaled, Pair.two) get (key, field name). Set past a frozen
+    dataclass's guard: it is no field, equality ignores it. A value that takes no attribute (None, a tuple: key_of
+    keys it by its items) is left as it is."""
+    try:
+        object.__setattr__(result, "cache_key", key)
+    except (AttributeError, TypeError):
+        return
+    if dataclasses.is_dataclass(result):
+        for part in dataclasses.fields(result):
+            value = getattr(result, part.name)
+            if dataclasses.is_dataclass(value) and not isinstance(value, type) and hasattr(value, "config"):
+                stamp(value, (key, part.name))
 
 
 @st.cache_resource
@@ -363,8 +391,8 @@ def server_line() -> TrainingLine:
     return TrainingLine(heavy.slots("ATTN_TRAIN_SLOTS", 2))
 
 
-def results() -> Shelf:
-    """The server's shelf of finished runs."""
+def results() -> Store:
+    """The server's shelf of finished runs (peek(key): the run of `key`, or None)."""
     return server_line().shelf
 
 
@@ -508,7 +536,7 @@ def trained(
     if heavy.interrupted("training"):
         interrupted_notice()
     clicked = clicked or bool(st.session_state.pop(AGAIN, False))
-    result = results().get(key)
+    result = results().peek(key)
     kept = st.session_state.get(kept_key)
     if result is None and kept is not None and kept[0] == key:
         result = kept[1]

@@ -30,7 +30,7 @@ def notice_points(at) -> list[str]:
 
 
 def shelf_pair(steps: int, seed: int):
-    pair = training.results().get(("induction", steps, seed))
+    pair = training.results().peek(("induction", steps, seed))
     assert pair is not None, "a finished click puts both models on the shelf"
     return pair
 
@@ -41,7 +41,7 @@ def test_a_plain_view_shows_both_untrained_models_and_trains_nothing():
     assert any("before any training" in i.value for i in at.info)
     assert "ind_snapshot" not in [s.key for s in at.select_slider]  # step 0 only: no slider
     assert len(at.get("vega_lite_chart")) == 3  # losses, score grid, maps (no knockouts before training)
-    assert training.results().get(("induction", tables.DEFAULT_STEPS, 201)) is None  # nothing trained by looking
+    assert training.results().peek(("induction", tables.DEFAULT_STEPS, 201)) is None  # nothing trained by looking
     points = notice_points(at)
     assert points[0].startswith("- At step 0 no head of the 2-layer model is an induction head yet")
     # One snapshot is no run: the caption asks for training instead of saying no phase change was found.

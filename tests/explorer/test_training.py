@@ -46,7 +46,7 @@ def test_the_same_settings_join_the_run_in_flight_and_one_loop_runs():
     gate.set()
     finish(line, first)
     assert len(calls) == 1 and first.result == ("done", 10)
-    assert line.shelf.get("a") == ("done", 10)  # complete: kept for everyone
+    assert line.shelf.peek("a") == ("done", 10)  # complete: kept for everyone
     assert line.find("a") is None  # out of the line: a later click starts a new run
 
 
@@ -115,7 +115,7 @@ def test_a_run_nobody_watches_any_more_stops_and_is_not_kept(monkeypatch):
     gate.set()
     assert job.finished.wait(10)  # nobody looked: it stopped within the grace time
     # stopped while training, or (on a machine too busy to start it within the grace time) dropped while waiting
-    assert (job.result is None or job.result[0] == "stopped") and line.shelf.get("a") is None
+    assert (job.result is None or job.result[0] == "stopped") and line.shelf.peek("a") is None
 
 
 def test_a_full_line_refuses_and_an_error_reaches_its_viewers():
@@ -207,7 +207,7 @@ def test_a_run_that_does_not_fit_with_nothing_training_ends_short_of_memory_untr
                     complete=lambda r: True, memory_mb=60)[0]  # fmt: skip
     finish(line, job)
     assert isinstance(job.error, training.ShortOfMemory) and job.error.need_mb == 60 and calls == []
-    assert line.shelf.get("big") is None
+    assert line.shelf.peek("big") is None
     small = line.join("small", lambda keep_going, progress: ("done", 0), steps=10, flops=1e6, budget_s=60,
                       complete=lambda r: True, memory_mb=5)[0]  # fmt: skip
     finish(line, small)
@@ -220,3 +220,113 @@ def test_a_run_waiting_for_memory_says_so_with_what_it_needs_and_what_is_free(mo
     text = training.status_text(view)
     assert "learning.line.memory_wait" in text and "('free', 12.5)" in text and "('need', 20.0)" in text
     assert "memory_wait" not in training.status_text(dataclasses.replace(view, short_mb=None))
+
+
+@dataclasses.dataclass(frozen=True)
+class Run:
+    """One model's result inside a result of several (as attn_core.learn.InductionResult in tables.induction.Pair)."""
+
+    config: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Result:
+    """A training result as a page gets it (a frozen dataclass, as tables.induction.Pair)."""
+
+    steps: int
+    two: Run | None = None
+
+
+def test_a_result_carries_its_runs_key_as_cache_key_and_a_cut_run_one_of_its_own():
+    """A complete run's result has cache_key == the run's key (settings and seed), so cached table functions can
+    take the result itself; a run cut short gets a key no other result has (its content depends on where it
+    stopped)."""
+    line = training.TrainingLine(slots=1)
+
+    def run(keep_going, progress):
+        return Result(10)
+
+    def make(key, complete):
+        return line.join(key, run, steps=10, flops=1e6, budget_s=60, complete=lambda r: complete)[0]
+
+    done = finish(line, make(("learn", "reverse", 7), True))
+    assert done.result.cache_key == ("learn", "reverse", 7) and line.shelf.peek(("learn", "reverse", 7)) is done.result
+    assert done.result == Result(10)  # no field: equality (and the dataclass's own hash) ignore it
+    pair = finish(line, line.join("pair", lambda **kw: Result(5, Run(3)), steps=1, flops=1, budget_s=9,
+                                  complete=bool)[0]).result  # fmt: skip
+    assert pair.cache_key == "pair" and pair.two.cache_key == ("pair", "two")  # the runs inside it too
+    cut = [finish(line, make(("learn", "reverse", 8), False)).result for _ in range(2)]
+    assert len({r.cache_key for r in cut}) == 2 and all(r.cache_key[0] == ("learn", "reverse", 8) for r in cut)
+    untagged = finish(line, line.join("t", lambda **kw: ("done", 1), steps=1, flops=1, budget_s=9, complete=bool)[0])
+    assert untagged.error is None and untagged.result == ("done", 1)  # a tuple takes no attribute: left as it is
+
+
+class Clock:
+    """A clock the runs below advance themselves: what they measure is exact, whatever the machine's load."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+def pages_join(monkeypatch, arrivals: list[float], crowded_until: float, watched: tuple[str, ...]):
+    """One slot; a first run of 300 steps, during which pages join the line at `arrivals` (fake seconds), each
+    with a run of 300 steps of its own. Steps take 30 ms until `crowded_until`, 10 ms after (the same work, the CPUs
+    given back). Returns the first estimated end shown for each `watched` run ("page <arrival>") and the real ends.
+    The clock is the runs' own: no wall time."""
+    clock = Clock()
+    monkeypatch.setattr(training, "time", clock)
+    monkeypatch.setattr(training, "GRACE_S", 1e9)
+    line, steps, pages = training.TrainingLine(slots=1, room=lambda: None), 300, list(arrivals)
+    first_estimate, ended, over = {}, {}, []
+
+    def run(name):
+        def train(keep_going, progress):
+            for step in range(steps):
+                if over:
+                    return ("stopped", step)
+                while pages and pages[0] <= clock.now:  # another page reran into the line
+                    key = f"page {pages.pop(0)}"
+                    join(line, key, run(key), steps=steps)
+                clock.now += 0.030 if clock.now < crowded_until else 0.010
+                progress(step + 1, steps, 0.5)
+                for later in set(watched) - set(first_estimate):
+                    job = line.find(later)
+                    end_s = None if job is None else line.look(job).end_s
+                    if end_s is not None:
+                        first_estimate[later] = clock.now + end_s
+            ended[name] = clock.now
+            return ("done", steps)
+
+        return train
+
+    first = join(line, "first", run("first"), steps=steps)[0]
+    try:
+        while not set(watched) <= set(ended):
+            line.look(first)
+            threading.Event().wait(0.01)
+    finally:
+        over.append(True)
+    return first_estimate, ended
+
+
+def test_the_first_estimate_of_a_class_burst_is_the_pace_after_the_burst(monkeypatch):
+    """30 students press Train at once: while their pages rerun into the line (one joins every 0.1 s for 3 s) the
+    first run's steps take 30 ms, after the last has joined 10 ms. The first estimate shown to the next two runs'
+    viewers must be their real end (within 10 %), not the burst's pace extrapolated (measured from SETTLE_S after
+    the run's start alone, it said ~2.2x the real time)."""
+    watched = ("page 0.1", "page 0.2")
+    first_estimate, ended = pages_join(monkeypatch, [k / 10 for k in range(1, 31)], 3.0, watched)
+    for later in watched:
+        assert first_estimate[later] == pytest.approx(ended[later], rel=0.1), later
+
+
+def test_a_class_that_clicks_one_by_one_still_gets_estimates(monkeypatch):
+    """Pages joining every second for 20 s at an even pace (no burst): each join restarts the runs' measured window
+    CALM_S later, which must still leave estimates, right ones, before the next runs start."""
+    watched = ("page 1.0", "page 2.0")
+    first_estimate, ended = pages_join(monkeypatch, [float(k) for k in range(1, 21)], 0.0, watched)
+    for later in watched:
+        assert first_estimate[later] == pytest.approx(ended[later], rel=0.1), later
