@@ -16,7 +16,7 @@ def _quadratic(seed: int) -> Result:
     for n in (64, 128):
         _, w = naive_attention(*(torch.zeros(n, 2) for _ in range(3)))
         cells[n] = w.numel()
-    facts = {"small": cells[64], "large": cells[128], "ratio": cells[128] / cells[64]}
+    facts = {"small": cells[64], "large": cells[128], "ratio": cells[128] / cells[64], "form": "score_cells"}
     return Result("", f"n = 64: {cells[64]:,} weights; n = 128: {cells[128]:,} (×{facts['ratio']:g})", "", facts)
 
 
