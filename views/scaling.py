@@ -59,7 +59,7 @@ def measure(method: str, settings: tables.LiveSettings, say):
     # said in the URL while it waits and runs (a restart's new session tells the student), only when it measures:
     # a rerun served from the store changes no address
     with heavy.announced("benchmark"), heavy.heavy_slot(waiting):
-        rows = tables.run_method(method, settings, progress, headroom=heavy.headroom)
+        rows = tables.run_method(method, settings, progress)
     bar.empty()
     return rows
 

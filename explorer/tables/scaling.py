@@ -32,7 +32,6 @@ from attn_core.bench import (
     ROW_FIELDS,
     TIME_LIMIT_STATUS,
     BenchConfig,
-    Headroom,
     Progress,
     default_methods,
     hardware_info,
@@ -177,18 +176,17 @@ def live_config(methods, settings: LiveSettings) -> BenchConfig:
     )
 
 
-def run_method(
-    method: str, settings: LiveSettings, progress: Progress | None = None, headroom: Headroom | None = None
-) -> pd.DataFrame:
+def run_method(method: str, settings: LiveSettings, progress: Progress | None = None) -> pd.DataFrame:
     """One method of the live run at every n, as a DataFrame with the harness's ROW_FIELDS columns.
 
     One method per call so that a page can cache each method apart: hiding one costs nothing. The time
     limit therefore bounds each method's run: its smallest n always runs, the larger ones only while
-    the method has taken less than time_limit_s. headroom: what the process may still take (run_benchmark).
+    the method has taken less than time_limit_s. What the process may still take is its host's to say (a server
+    runs it inside explorer.ui.heavy.heavy_slot, which lends bench its Host).
     """
     config = live_config([method], settings)
     clock = CpuShare(progress)
-    rows = pd.DataFrame(run_benchmark(config, clock, headroom), columns=list(ROW_FIELDS))
+    rows = pd.DataFrame(run_benchmark(config, clock), columns=list(ROW_FIELDS))
     return rows.assign(cpu_share=clock.shares(len(rows)))
 
 
@@ -263,7 +261,7 @@ def run_facts(rows: pd.DataFrame) -> dict:
 
 
 def short_of_memory(rows: pd.DataFrame) -> int:
-    """How many entries were skipped because the process had too little memory left (run_benchmark's headroom)."""
+    """How many entries were skipped because the process had too little memory left (its host's room)."""
     return int(rows.status.astype(str).str.startswith(HEADROOM_STATUS).sum())
 
 
