@@ -1,10 +1,11 @@
 import streamlit as st
 
-from explorer.ui import state as controls
-from explorer.ui.frame import contents, header, page_title
+from explorer.ui import state
 from explorer.ui.glossary import ALL, GROUPS, PAGE_KEY, TERM_KEY, TERMS, Term
 from explorer.ui.i18n import t
+from explorer.ui.page import contents, header
 from explorer.ui.registry import PAGES
+from explorer.ui.sidebar import page_title
 
 by_name = {p.name: p for p in PAGES}
 by_key = {term.key: term for term in TERMS}
@@ -30,7 +31,7 @@ def card(term: Term, *, anchor: bool = True) -> None:
 titles = {p.name: page_title(p) for p in PAGES}
 header(t("glossary.title"), t("glossary.lede"))
 left, right = st.columns(2)
-page = controls.selectbox(
+page = state.selectbox(
     t("glossary.show"),
     [ALL, *used],
     ALL,
@@ -38,7 +39,7 @@ page = controls.selectbox(
     where=left,
     format_func=lambda p: t("glossary.all") if p == ALL else page_title(by_name[p]),
 )
-asked = controls.selectbox(
+asked = state.selectbox(
     t("glossary.lookup"), ["", *by_key], "", key=TERM_KEY, where=right, format_func=lambda k: name(k) if k else "—"
 )
 if asked:  # a link to one term (or the lookup): that term first, whatever the page filter

@@ -1,8 +1,8 @@
 import streamlit as st
 
-from explorer.ui.frame import page_title
 from explorer.ui.i18n import t
 from explorer.ui.registry import PAGES, SECTIONS
+from explorer.ui.sidebar import page_title
 
 CARDS_PER_ROW = 3
 

@@ -11,13 +11,14 @@ import re
 import streamlit as st
 
 from explorer import notes
-from explorer.ui.frame import literal, seed, table
+from explorer.ui.cache import cached
 from explorer.ui.i18n import fill, language, t, td
+from explorer.ui.page import literal, seed
 
 COLOURS = {"right": "green", "inexact": "orange", "wrong": "red"}  # Streamlit's badge colours
 
 
-_result = table(notes.check, 256)  # one server-wide result per (claim, seed), no hashing on a hit
+_result = cached(256)(notes.check)  # one server-wide result per (claim, seed)
 
 
 # The notes' file numbers (000 to 004) name them in the strings; a student has no files, so the pages show a name.

@@ -283,3 +283,12 @@ def test_the_strings_td_shares_between_sessions_are_read_only():
         with pytest.raises(TypeError, match="read-only"):
             change(text)
     assert (text | {"x": "y"})["x"] == "y" and "x" not in text  # a page adds to a copy
+
+
+def test_a_cache_key_error_is_never_turned_into_a_friendly_message():
+    """A page's friendly_errors shows a ValueError as a warning and lets the rest of the page run; a wrong key must
+    fail the page's tests instead (the random walk over every control meets it as an exception)."""
+    from explorer.ui.page import friendly_errors
+
+    with pytest.raises(CacheKeyError), friendly_errors("part"):
+        raise CacheKeyError("kept result differs")
