@@ -12,7 +12,8 @@ from app_helpers import assert_clean, metric, open_link
 from streamlit.testing.v1 import AppTest
 
 from explorer.charts.projector import PROJECTOR_CHART, PROJECTOR_FONT
-from explorer.ui.frame import SHARE_OPEN, TEACHER_OPEN, _json_data, svg, wire
+from explorer.ui.draw import json_data, svg, wire
+from explorer.ui.page import SHARE_OPEN, TEACHER_OPEN
 from explorer.ui.registry import LESSON, PAGES
 
 PAGE = "views/sqrt_dk.py"
@@ -133,7 +134,7 @@ def test_every_page_in_projector_mode_draws_valid_enlarged_charts(info):
     at = open_link(info.path, {"projector": "true", "lang": "zh"})
     assert_clean(at)
     for spec in specs(at):
-        validate_jsonschema(_json_data(spec), alt.load_schema())  # the restyled spec is still valid Vega-Lite
+        validate_jsonschema(json_data(spec), alt.load_schema())  # the restyled spec is still valid Vega-Lite
         assert spec["usermeta"]["projected"] and spec["config"]["text"]["fontSize"] >= PROJECTOR_FONT
 
 
@@ -141,7 +142,7 @@ def test_a_shared_link_never_carries_the_mark_of_heavy_work_under_way():
     def script():
         import streamlit as st
 
-        from explorer.ui.frame import view_link
+        from explorer.ui.sidebar import view_link
 
         st.query_params.update({"d_k": "8", "running": "benchmark"})  # what a tab's address holds mid-benchmark
         st.code(view_link())

@@ -46,14 +46,14 @@ def test_the_hardware_caption_is_grammatical_with_one_thread(monkeypatch):
     """Audit (issue 25): the sidebar read "CPU (1 threads, x86_64)" on a one-thread server."""
     import torch
 
-    from explorer.ui import frame
+    from explorer.ui import sidebar
 
     monkeypatch.setattr(torch, "get_num_threads", lambda: 1)
-    frame._hardware.clear()
+    sidebar._hardware.clear()
     try:
         at = AppTest.from_file(APP, default_timeout=60).run()
         assert_clean(at)
         caption = next(c.value for c in at.sidebar.caption if "CPU" in c.value or "GPU" in c.value)
         assert "1 threads" not in caption and ("threads: 1" in caption or "GPU" in caption), caption
     finally:
-        frame._hardware.clear()
+        sidebar._hardware.clear()

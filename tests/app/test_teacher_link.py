@@ -7,7 +7,8 @@ import urllib.parse
 from app_helpers import open_link
 from PIL import Image
 
-from explorer.ui.frame import QR_PX, SHARE_OPEN, TEACHER_OPEN, class_base, class_link, qr_png
+from explorer.ui.page import SHARE_OPEN, TEACHER_OPEN
+from explorer.ui.sidebar import QR_PX, class_base, class_link, qr_png
 
 PAGE = "views/sqrt_dk.py"
 

@@ -2,7 +2,7 @@
 
 Streamlit 1.67 makes a deferred download's file on the click and ties it to no session, so the next two script
 runs that end anywhere on the server used to delete it: a student whose browser fetched the URL after two other
-students' reruns got a 404 (explorer.ui.frame.pinned keeps it).
+students' reruns got a 404 (explorer.ui.draw.pinned keeps it).
 """
 
 import asyncio

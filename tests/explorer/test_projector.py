@@ -24,7 +24,7 @@ from explorer.charts.projector import (
     projected,
     wrap,
 )
-from explorer.ui.frame import spec_of
+from explorer.ui.draw import spec_for
 from explorer.ui.i18n import LANGUAGES, catalog
 
 CLOSING_MARKS = set(")]}）】」』》〉，。、：；！？,;:!?%…’”")
@@ -115,13 +115,16 @@ def test_no_line_of_a_chart_title_starts_with_a_closing_mark_or_ends_with_an_ope
 def test_projector_mode_is_part_of_the_cache_key(monkeypatch):
     import streamlit as st
 
-    plain = spec_of(charts.softmax_bars, ROW, TEXT, NAMES)
+    def spec_of(*args):
+        return spec_for(charts.softmax_bars, args, {}, {})
+
+    plain = spec_of(ROW, TEXT, NAMES)
     monkeypatch.setitem(st.session_state, "projector", True)
-    big = spec_of(charts.softmax_bars, ROW, TEXT, NAMES)
+    big = spec_of(ROW, TEXT, NAMES)
     assert big["usermeta"]["projected"] and "usermeta" not in plain
     assert big["config"]["axis"]["labelFontSize"] == PROJECTOR_CHART["axis"]["labelFontSize"]
     monkeypatch.setitem(st.session_state, "projector", False)
-    assert spec_of(charts.softmax_bars, ROW, TEXT, NAMES) == plain
+    assert spec_of(ROW, TEXT, NAMES) == plain
 
 
 def test_long_axis_titles_break_into_lines():
@@ -183,7 +186,7 @@ def test_a_title_takes_the_whole_chart_s_width_not_only_the_plot_s():
 
 
 def test_a_title_is_broken_into_lines_once_not_on_every_run(monkeypatch):
-    """The frame fits every chart on every rerun: a title's lines are worked out the first time only (wrapping it
+    """draw.chart fits every chart on every rerun: a title's lines are worked out the first time only (wrapping it
     for the nine rooms cost ~0.8 ms of CPU a chart, ~15 % of a warm rerun of the saturation page)."""
     from explorer.charts import projector
 
