@@ -159,7 +159,6 @@ def stopping(stop: Stop) -> Iterator[None]:
 TIME_LIMIT_STATUS = "skipped: time limit"  # how a row skipped for the time limit begins
 # how a row begins that did not fit in what the process may still take (Host.room)
 HEADROOM_STATUS = "skipped: the process has too little memory left"
-Headroom = Callable[[], "int | None"]
 
 
 class Host:
@@ -177,16 +176,6 @@ class Host:
     def turn(self) -> AbstractContextManager:
         """Held for the whole run (a server lets one run at a time time its entries here)."""
         return contextlib.nullcontext()
-
-
-class _Room(Host):
-    """The host of a run given only headroom= (the older form of Host.room)."""
-
-    def __init__(self, headroom: Headroom):
-        self._headroom = headroom
-
-    def room(self) -> int | None:
-        return self._headroom()
 
 
 _HOST: contextvars.ContextVar[Host | None] = contextvars.ContextVar("attn_core_bench_host", default=None)
@@ -633,10 +622,9 @@ def _out_of_time(config: BenchConfig, method: str, n: int, elapsed: float) -> di
 def run_benchmark(
     config: BenchConfig,
     progress: Progress | None = None,
-    headroom: Headroom | None = None,
-    stop: Stop | None = None,
     *,
     host: Host | None = None,
+    stop: Stop | None = None,
 ) -> list[dict]:
     """One row (keys ROW_FIELDS) per (n, method), in that order; never raises for one entry.
 
@@ -646,13 +634,13 @@ def run_benchmark(
     host (default: the one `hosting` set, else one lending nothing): host.turn() is held for the whole run;
     host.room() is asked before each n's inputs are made: an entry that needs more (inputs included) is skipped
     (status HEADROOM_STATUS ...), so the budget bounds what one entry may take, the room what the process may;
-    host.between_entries() follows each entry. headroom (older form): a host whose room() is headroom().
+    host.between_entries() follows each entry.
     stop() (default: the one `stopping` set, else none) is called before every call the run makes (and at every op
     of the memory-counting call): what it raises ends the run at once.
     """
     rows, total = [], len(config.ns) * len(config.methods)
     budget, stop = config.memory_budget_mb * 2**20, stop or _STOP.get()
-    host = host or (_Room(headroom) if headroom is not None else _HOST.get() or Host())
+    host = host or _HOST.get() or Host()
     with host.turn(), memory_budget(config.memory_budget_mb):  # the library's own guard agrees with the skips
         limit, start = config.time_limit_s, time.perf_counter()
         for i, n in enumerate(config.ns):

@@ -252,8 +252,7 @@ def test_entries_that_do_not_fit_in_the_processs_headroom_are_skipped_and_inputs
     assert status[("tiled", 1024)] == status[("sdpa", 1024)] == "ok"
     for key in [("naive", 1024), ("naive_masked", 1024)] + [(m, 4096) for m in ("naive", "tiled", "sdpa")]:
         assert status[key].startswith(bench.HEADROOM_STATUS) and "~2 MiB left" in status[key]
-    assert run_benchmark(small(ns=(64,), repeats=1), headroom=lambda: None)[0]["status"] == "ok"  # None: no bound
-    assert run_benchmark(small(ns=(64,), repeats=1), host=bench.Host())[0]["status"] == "ok"  # the default: none
+    assert run_benchmark(small(ns=(64,), repeats=1), host=bench.Host())[0]["status"] == "ok"  # room None: no bound
     assert host.between == len(rows) and host.turns == 1  # after every entry; one turn for the whole run
 
 
