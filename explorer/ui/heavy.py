@@ -1,11 +1,13 @@
 """Heavy work shared fairly: at most a few long computations at once across the whole server, the rest in line.
 
-One student starting the largest benchmark (or, later, a training run) must not freeze the other 29 nor push a
-1 GB server over its memory: every computation that can take more than about half a second runs inside
-`heavy_slot()`, which admits `SLOTS` at a time (ATTN_HEAVY_SLOTS, default 1) in first-come order. Each step runs
-under attn_core's memory budget, which bounds the step's estimated working memory, and within `headroom()`, what the
-whole process may still take (ATTN_SERVER_MEMORY_MB less a reserve for the other sessions, less its resident memory
-now): a step that does not fit is skipped with the reason, never run.
+One student starting the largest benchmark must not freeze the other 29 nor push a 1 GB server over its memory:
+every benchmark runs inside `heavy_slot()`, which admits `SLOTS` at a time (ATTN_HEAVY_SLOTS, default 1) in
+first-come order. Each step runs under attn_core's memory budget, which bounds the step's estimated working memory,
+and within `headroom()`, what the whole process may still take (ATTN_SERVER_MEMORY_MB less a reserve for the other
+sessions, less its resident memory now): a step that does not fit is skipped with the reason, never run. That and
+the rest of the server's policy for a benchmark (freed memory given back between entries, one benchmark timing
+at a time) is the server's, lent to attn_core.bench as a host (`ServerHost`). `Line` is the one line type of the
+server: training runs wait in one too (explorer.ui.training.TrainingLine).
 
 A computation in parts (the benchmark measures one method at a time, each cached apart) keeps its place between
 them: a viewer's next part that asks within KEEP_S of the last one's end goes first. Without that the parts of
