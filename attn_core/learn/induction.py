@@ -213,7 +213,7 @@ def train_induction_iter(
 
 
 def _update(model: CausalDecoder, opt: torch.optim.Optimizer, tokens: torch.Tensor) -> float:
-    logits, _ = model(tokens)
+    logits, _ = model(tokens, maps=False)  # no attention maps: the fused kernel (decoder.DecoderBlock)
     loss = next_token_loss(logits, tokens)
     opt.zero_grad(set_to_none=True)
     loss.backward()

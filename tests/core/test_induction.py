@@ -198,7 +198,7 @@ def test_decoder_shapes_causality_and_rebuild_from_config(kw):
 
 
 def test_decoder_attention_matches_multihead_attention():
-    """The per-head path (needed for knockout) computes exactly what MultiHeadAttention.forward does."""
+    """The per-head path (needed for knockout) computes what MultiHeadAttention.forward (naive_attention) does."""
     from attn_core.masks import causal_mask
 
     model = _model()
@@ -209,6 +209,40 @@ def test_decoder_attention_matches_multihead_attention():
     ref_out, ref_w = block.attn(block.norm_attn(h), mask=mask)
     assert torch.allclose(ours, h + ref_out, atol=1e-6)
     assert torch.allclose(w, ref_w)
+
+
+@pytest.mark.parametrize("kw", [{}, {"mlp": True}, {"positions": "sinusoidal"}])
+def test_decoder_without_maps_computes_the_same_logits_and_gradients(kw):
+    """maps=False (torch's fused causal kernel, for training) is the same function as the naive path with maps."""
+    x = _tokens()
+    grads = []
+    for maps in (True, False):
+        model = _model(**kw)
+        logits, weights = model(x, knockout={(1, 0)}, knockout_mode="mean", maps=maps)
+        assert len(weights) == (model.config["layers"] if maps else 0)
+        logits.square().mean().backward()
+        grads.append((logits.detach(), [p.grad for p in model.parameters()]))
+    (with_maps, g_maps), (without, g_fused) = grads
+    assert torch.allclose(without, with_maps, atol=1e-5)
+    for a, b in zip(g_maps, g_fused, strict=True):
+        assert torch.allclose(a, b, atol=1e-5, rtol=1e-4)
+
+
+def test_training_steps_make_no_attention_maps(monkeypatch):
+    """Only snapshots (every snapshot_every steps) build maps; the steps between them take the fused path."""
+    import attn_core.learn.decoder as decoder
+
+    calls = []
+    real = decoder._attention
+    monkeypatch.setattr(decoder, "_attention", lambda *a, **k: calls.append(1) or real(*a, **k))
+    train_induction(InductionConfig(steps=6, snapshot_every=3, d_model=16, num_heads=2))
+    snapshots, layers, forwards = 3, 2, 2  # steps 0, 3, 6; the held-out batch and the probe
+    assert len(calls) == snapshots * layers * forwards
+
+
+def test_decoder_bad_maps_argument():
+    with pytest.raises(ValueError, match="maps"):
+        _model()(_tokens(), maps=1)
 
 
 @pytest.mark.parametrize("mode", ["zero", "mean"])
