@@ -396,6 +396,13 @@ def results() -> Store:
     return server_line().shelf
 
 
+def shelve(key: Hashable, result: object) -> None:
+    """Put a complete run of `key` trained elsewhere (a tool warming the server) on the shelf, stamped as the line
+    stamps its own (stamp): a page passes it to its cached table functions as it would a run of the line."""
+    stamp(result, key)
+    results().put(key, result)
+
+
 def stop() -> None:
     """on_click of the stop button: the click has already ended this page's wait; remember to say so."""
     st.session_state[STOPPED] = True

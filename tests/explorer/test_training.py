@@ -257,6 +257,10 @@ def test_a_result_carries_its_runs_key_as_cache_key_and_a_cut_run_one_of_its_own
     assert pair.cache_key == "pair" and pair.two.cache_key == ("pair", "two")  # the runs inside it too
     cut = [finish(line, make(("learn", "reverse", 8), False)).result for _ in range(2)]
     assert len({r.cache_key for r in cut}) == 2 and all(r.cache_key[0] == ("learn", "reverse", 8) for r in cut)
+    training.server_line.clear()
+    training.shelve(("learn", "tool"), Result(3, Run(1)))  # trained by a tool, not the line: stamped alike
+    shelved = training.results().peek(("learn", "tool"))
+    assert shelved.cache_key == ("learn", "tool") and shelved.two.cache_key == (("learn", "tool"), "two")
     untagged = finish(line, line.join("t", lambda **kw: ("done", 1), steps=1, flops=1, budget_s=9, complete=bool)[0])
     assert untagged.error is None and untagged.result == ("done", 1)  # a tuple takes no attribute: left as it is
 
