@@ -2,6 +2,9 @@
 
 output = sum_i alpha_i v_i,  alpha_i >= 0,  sum_i alpha_i = 1   ->  output lies in the convex hull of the v_i
 alpha_i = exp(q.k_i / (sqrt(d) T)) / sum_j exp(q.k_j / (sqrt(d) T))  =  Nadaraya-Watson, exponential kernel
+
+The functions that compute with torch run on one CPU thread (one_thread): their tensors are small, and on a busy
+server a second OpenMP thread spins for a core other sessions hold (benchmarks/first_visit_tables.md).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import torch
 from torch import nn
 
 from attn_core._checks import check_int, check_positive
+from attn_core.learn.threads import one_thread
 from attn_core.naive import naive_attention
 from attn_core.regression import AdditiveAttention, nadaraya_watson, parameter_count
 from attn_core.stats import cosine_similarity_samples, score_statistics
@@ -97,6 +101,7 @@ def value_points(n_points: int, seed: int) -> np.ndarray:
     return torch.randn(n_points, 2, generator=gen, dtype=torch.float64).numpy()
 
 
+@one_thread()
 def hull_view(n_points: int, q_x: float, q_y: float, temperature: float, seed: int):
     """Everything the 2-D picture shows, with the keys equal to the values.
 
@@ -144,6 +149,7 @@ def target_function(x: np.ndarray) -> np.ndarray:
     return np.sin(2 * x) + 0.3 * x
 
 
+@one_thread()
 def regression_1d(n_samples: int, noise: float, bandwidth: float, seed: int):
     """Noisy samples of sin(2x) + 0.3x and the Nadaraya-Watson curves of both kernels.
 
@@ -183,6 +189,7 @@ def _additive(d: int, hidden: int, gen: torch.Generator) -> AdditiveAttention:
     return module
 
 
+@one_thread()
 def parity_samples(d: int, hidden: int, seed: int, n_pairs: int = PARITY_PAIRS):
     """score(q, k) against score(-q, -k) for random pairs, additive and scaled dot-product.
 
@@ -226,6 +233,7 @@ def cosine_density(t: np.ndarray, d: int) -> np.ndarray:
         return c * np.power(np.clip(1 - np.asarray(t, dtype=np.float64) ** 2, 0, None), (d - 3) / 2)
 
 
+@one_thread()
 def cosine_histogram(d: int, n_pairs: int, seed: int):
     """Histogram density of cos(theta) for n_pairs random pairs in d dimensions, and the exact density.
 
@@ -250,6 +258,7 @@ def three_sd_band(cos: torch.Tensor, d: int) -> dict[str, float]:
     return {"band": band, "within": within, "degrees": math.degrees(math.asin(band)) if band < 1 else math.nan}
 
 
+@one_thread()
 def cosine_variance_sweep(n_pairs: int, seed: int) -> pd.DataFrame:
     """Measured Var cos(theta) with its standard error against the theory 1/d, for d = 2 .. 1024."""
     rows = []

@@ -1,4 +1,8 @@
-"""Tables for "Why divide by sqrt(d_k)": score histograms, variance against d_k, one softmax row."""
+"""Tables for "Why divide by sqrt(d_k)": score histograms, variance against d_k, one softmax row.
+
+The functions that compute with torch run on one CPU thread (one_thread): their tensors are small, and on a busy
+server a second OpenMP thread spins for a core other sessions hold (benchmarks/first_visit_tables.md).
+"""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from attn_core.learn.threads import one_thread
 from attn_core.naive import masked_softmax
 from attn_core.stats import sample_score_prefixes, sample_scores, score_statistics, theoretical_score_variance
 
@@ -19,6 +24,7 @@ def _gaussian(x: np.ndarray, var: float) -> np.ndarray:
     return np.exp(-(x**2) / (2 * var)) / math.sqrt(2 * math.pi * var)
 
 
+@one_thread()
 def score_histograms(d_k: int, n_pairs: int, distribution: str, mean: float, seed: int):
     """Histogram densities of unscaled and scaled scores with N(0, d_k) and N(0, 1) beside them.
 
@@ -39,6 +45,7 @@ def score_histograms(d_k: int, n_pairs: int, distribution: str, mean: float, see
     return pd.concat(bars, ignore_index=True), pd.concat(curves, ignore_index=True), stats
 
 
+@one_thread()
 def variance_sweep(n_pairs: int, distribution: str, mean: float, seed: int) -> pd.DataFrame:
     """Empirical Var(q.k) for d_k = 1..1024 with its standard error and the theory line."""
     scores = sample_score_prefixes(D_K_SWEEP, n_pairs, distribution=distribution, mean=mean, seed=seed)
@@ -50,6 +57,7 @@ def variance_sweep(n_pairs: int, distribution: str, mean: float, seed: int) -> p
     return pd.DataFrame(rows)
 
 
+@one_thread()
 def softmax_row(d_k: int, n_keys: int, temperature: float, seed: int) -> pd.DataFrame:
     """One query against n_keys keys: softmax weights of the unscaled and the scaled logits.
 
