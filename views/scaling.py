@@ -30,13 +30,11 @@ WAITING = "_bench_waiting_for_submit"
 # A run measured while the server was busy, too noisy to state a slope or cut short for memory serves only the
 # session that measured it (tables.keepable): kept here, by setting, until its "Run benchmark" is pressed again.
 UNKEPT = "_bench_unkept_runs"
-TIME_COLUMNS = ["source", "method", "n", "time_ms", "time_p10", "time_p90"]
 # The results CSV's column names in every language, each with its field: a file downloaded from a 中文 page and
 # dropped in benchmarks/ reads back on every page
 COLUMN_ALIASES = tuple(
     (catalog(lang).get(f"scaling.csv_columns.{field}", field), field) for lang in LANGUAGES for field in ROW_FIELDS
 )
-MEMORY_COLUMNS = ["source", "method", "n", "peak_mib", "scores_mib"]
 
 names = td("scaling.methods")
 sources = td("scaling.sources")
@@ -336,7 +334,7 @@ with left, friendly_errors(t("scaling.sections.charts")):
             log=log,
             band=("time_p10", "time_p90"),
             name="scaling_time",
-            data=pts[TIME_COLUMNS],
+            data=tables.chart_csv(pts, "time_ms"),
         )
         chart(
             charts.scaling_chart,
@@ -350,7 +348,7 @@ with left, friendly_errors(t("scaling.sections.charts")):
             log=log,
             theory=tables.score_matrix_line(pts, LIVE),
             name="scaling_memory",
-            data=pts[MEMORY_COLUMNS],
+            data=tables.chart_csv(pts, "peak_mib"),
         )
         causal_word = t("scaling.causal_yes") if config.causal else t("scaling.causal_no")
         fields = tables.describe_fields(config) | {"causal": causal_word}

@@ -296,6 +296,19 @@ def chart_points(rows: pd.DataFrame, recorded: pd.DataFrame | None = None) -> pd
     return pd.concat([points(rows, "live"), *overlay], ignore_index=True)
 
 
+# The columns of each chart's CSV export, by the quantity it draws
+CSV_COLUMNS = {
+    "time_ms": ("source", "method", "n", "time_ms", "time_p10", "time_p90"),
+    "peak_mib": ("source", "method", "n", "peak_mib", "scores_mib"),
+}
+
+
+@cached(32)
+def chart_csv(pts: pd.DataFrame, value: str) -> pd.DataFrame:
+    """The points of the chart of `value` ("time_ms" or "peak_mib") as its CSV export holds them."""
+    return pts[list(CSV_COLUMNS[value])]
+
+
 def tiled_model_bytes(rows: pd.DataFrame) -> np.ndarray:
     """What tiled_attention's own byte count (tiled_working_bytes) says each tiled row needs at its n and tile
     sizes: the n x d arrays plus the tiles. NaN for other methods and rows without their sizes."""
