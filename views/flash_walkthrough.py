@@ -4,31 +4,15 @@ import streamlit as st
 
 from explorer.charts import flash as charts
 from explorer.tables import flash as tables
-from explorer.ui import state as controls
-from explorer.ui.frame import (
-    chart,
-    formula,
-    friendly_errors,
-    header,
-    known,
-    notice,
-    predict_first,
-    section,
-    seed,
-    shared,
-    spec_of,
-    table,
-)
+from explorer.ui import state
+from explorer.ui.draw import chart
 from explorer.ui.i18n import t, td, tl
+from explorer.ui.page import formula, friendly_errors, header, notice, predict_first, section, seed
 
 BLOCKS = [2, 4, 8, 16, 32]
 HBM_SIZES = [16, 32, 64, 128, 256]
 HBM_N = tuple(2**i for i in range(8, 17))  # 256 .. 65536
 PLAY_SECONDS = 3.0  # the whole animation, however many tiles
-
-walkthrough = table(tables.walkthrough, 32)
-tile_grid = table(tables.tile_grid, 128)
-hbm_sweep = table(tables.hbm_sweep, 32)
 
 
 def elements(count: int) -> str:
@@ -39,10 +23,6 @@ def elements(count: int) -> str:
     return f"{count:,}"
 
 
-def _fmt(m: float) -> str:
-    return "−∞" if m == float("-inf") else f"{m:.3f}"
-
-
 def _to_last_tile(last: int) -> None:
     st.session_state["flash_step"] = last  # Play ends where the slider then stands (and the link with it)
 
@@ -51,22 +31,9 @@ def _index_slider(label: str, key: str, count: int, default: int, help: str, whe
     """A slider over 0..count-1 that keeps its value when the range changes, pulled back inside if it shrank."""
     if count == 1:  # a slider needs min < max
         where.caption(t("flash_walkthrough.controls.only_one", label=label))
-        controls.keep(key, 0, label)
+        state.keep(key, 0, label)
         return 0
-    return controls.slider(label, 0, count - 1, min(default, count - 1), 1, key=key, where=where, help=help)
-
-
-@shared
-def step_frames(n: int, d: int, block_q: int, block_k: int, causal: bool, query_block: int, seed_value: int, step: int):
-    """One step's slices of the walk (logits, partial output, row state, the rows as the table prints them), cut once
-    for the whole server and named by their step (frame.known), so that their charts are found in the store without
-    digesting their values on every run (a 32 x 32 tile's logits were hashed by Streamlit: over 500 rows)."""
-    w = walkthrough(n, d, block_q, block_k, causal, query_block, seed_value)
-    made = (n, d, block_q, block_k, causal, query_block, seed_value, step)
-    logits = known(w.logits[w.logits.step == step], "logits", *made)
-    output = known(w.output[w.output.step == step], "output", *made)
-    rows = known(w.rows[w.rows.step == step].drop(columns="step"), "rows", *made)
-    return logits, output, rows, rows.assign(m_before=rows.m_before.map(_fmt), m_after=rows.m_after.map(_fmt))
+    return state.slider(label, 0, count - 1, min(default, count - 1), 1, key=key, where=where, help=help)
 
 
 def _row_columns() -> dict:
@@ -86,11 +53,11 @@ predict_first(t("flash_walkthrough.question"), t("flash_walkthrough.answer"))
 
 with st.container(border=True):
     c1, c2, c3, c4, c5 = st.columns([3, 2, 2, 2, 1.4])
-    n = controls.slider(t("flash_walkthrough.controls.n"), 4, 128, 32, 4, key="flash_n", where=c1)
-    d = controls.select_slider(t("flash_walkthrough.controls.d"), [2, 4, 8, 16, 32], 8, key="flash_d", where=c2)
-    block_q = controls.select_slider(t("flash_walkthrough.controls.block_q"), BLOCKS, 8, key="flash_block_q", where=c3)
-    block_k = controls.select_slider(t("flash_walkthrough.controls.block_k"), BLOCKS, 8, key="flash_block_k", where=c4)
-    causal = controls.toggle(
+    n = state.slider(t("flash_walkthrough.controls.n"), 4, 128, 32, 4, key="flash_n", where=c1)
+    d = state.select_slider(t("flash_walkthrough.controls.d"), [2, 4, 8, 16, 32], 8, key="flash_d", where=c2)
+    block_q = state.select_slider(t("flash_walkthrough.controls.block_q"), BLOCKS, 8, key="flash_block_q", where=c3)
+    block_k = state.select_slider(t("flash_walkthrough.controls.block_k"), BLOCKS, 8, key="flash_block_k", where=c4)
+    causal = state.toggle(
         t("flash_walkthrough.controls.causal"),
         True,
         key="flash_causal",
@@ -107,19 +74,18 @@ def draw(step: int, w: tables.Walkthrough, query_block: int) -> None:
     t_q, t_k = tables.n_tiles(n, block_q), tables.n_tiles(n, block_k)
     info = w.steps.iloc[step]
     keys = t("flash_walkthrough.keys", start=info.key_start, end=info.key_end - 1)
-    logits, output, rows, shown = step_frames(n, d, block_q, block_k, causal, query_block, seed(), step)
+    logits, output, rows, shown = tables.step_frames(n, d, block_q, block_k, causal, query_block, seed(), step)
     g, tile, o = st.columns(3)
-    grid = tile_grid(n, block_q, block_k, causal, query_block, step)
-    statuses = td("flash_walkthrough.statuses")
-    figure = spec_of(charts.tile_grid, grid, n, td("flash_walkthrough.charts.grid"), statuses)
-    chart(figure, grid, f"tiles_{step}", where=g)
+    grid = tables.tile_grid(n, block_q, block_k, causal, query_block, step)
+    text, statuses = td("flash_walkthrough.charts.grid"), td("flash_walkthrough.statuses")
+    chart(charts.tile_grid, grid, n, text, statuses, name=f"tiles_{step}", data=grid, where=g)
     if info.skipped:
         tile.info(t("flash_walkthrough.skipped_tile", step=step, keys=keys))
     else:
         text = td("flash_walkthrough.charts.logits", step=step, keys=keys)
-        chart(spec_of(charts.logit_tile, logits, text), logits, f"logits_{step}", where=tile)
+        chart(charts.logit_tile, logits, text, name=f"logits_{step}", data=logits, where=tile)
     text = td("flash_walkthrough.charts.output", keys=keys)
-    chart(spec_of(charts.partial_output, output, text), output, f"partial_output_{step}", where=o)
+    chart(charts.partial_output, output, text, name=f"partial_output_{step}", data=output, where=o)
     update, table, right = st.columns([2, 3, 2])
     with update:
         formula(r"m' = \max\big(m,\ \textstyle\max_j S_{ij}\big)")
@@ -130,12 +96,11 @@ def draw(step: int, w: tables.Walkthrough, query_block: int) -> None:
     with table:
         st.markdown(t("flash_walkthrough.rows_heading", step=step))
         st.dataframe(shown, hide_index=True, column_config=_row_columns(), height=min(35 * len(rows) + 38, 330))
-    chart(spec_of(charts.row_state, rows, td("flash_walkthrough.charts.rows")), rows, f"row_state_{step}", where=right)
+    text = td("flash_walkthrough.charts.rows")
+    chart(charts.row_state, rows, text, name=f"row_state_{step}", data=rows, where=right)
     e, end = st.columns([3, 2])
-    figure = spec_of(
-        charts.error_by_step, w.steps, step, td("flash_walkthrough.charts.error"), td("flash_walkthrough.errors")
-    )
-    chart(figure, w.steps, f"error_by_step_{step}", where=e)
+    text, names = td("flash_walkthrough.charts.error"), td("flash_walkthrough.errors")
+    chart(charts.error_by_step, w.steps, step, text, names, name=f"error_by_step_{step}", data=w.steps, where=e)
     with end:
         skipped = tables.causal_skipped_tiles(n, block_q, block_k) if causal else 0
         a, b = st.columns(2)
@@ -195,7 +160,7 @@ def walk_part(n: int, d: int, block_q: int, block_k: int, causal: bool) -> None:
             help=t("flash_walkthrough.controls.play_help"),
         )
     with friendly_errors(t("flash_walkthrough.sections.walk")):
-        w = walkthrough(n, d, block_q, block_k, causal, query_block, seed())
+        w = tables.walkthrough(n, d, block_q, block_k, causal, query_block, seed())
         stage = st.empty()
         for shown in range(t_k) if play else [step]:
             with stage.container():
@@ -215,12 +180,10 @@ def hbm_part(n: int, d: int, block_q: int, block_k: int, causal: bool) -> None:
     st.subheader(t("flash_walkthrough.hbm_subheader"))
     with st.container(border=True):
         h1, h2, h3, h4 = st.columns(4)
-        hd = controls.select_slider(t("flash_walkthrough.controls.d"), HBM_SIZES, 64, key="hbm_d", where=h1)
-        hq = controls.select_slider(
-            t("flash_walkthrough.controls.block_q"), HBM_SIZES, 128, key="hbm_block_q", where=h2
-        )
-        hk = controls.select_slider(t("flash_walkthrough.controls.block_k"), HBM_SIZES, 64, key="hbm_block_k", where=h3)
-        hn = controls.select_slider(t("flash_walkthrough.controls.n"), HBM_N, 4096, key="hbm_n", where=h4)
+        hd = state.select_slider(t("flash_walkthrough.controls.d"), HBM_SIZES, 64, key="hbm_d", where=h1)
+        hq = state.select_slider(t("flash_walkthrough.controls.block_q"), HBM_SIZES, 128, key="hbm_block_q", where=h2)
+        hk = state.select_slider(t("flash_walkthrough.controls.block_k"), HBM_SIZES, 64, key="hbm_block_k", where=h3)
+        hn = state.select_slider(t("flash_walkthrough.controls.n"), HBM_N, 4096, key="hbm_n", where=h4)
 
     mode = "on" if causal else "off"  # causal reads about half the K/V tiles: the saving tends to twice as much
     traffic = tables.hbm_traffic(hn, hd, hq, hk, causal)
@@ -229,9 +192,9 @@ def hbm_part(n: int, d: int, block_q: int, block_k: int, causal: bool) -> None:
     limit = tables.traffic_ratio_limit(hd, hq, causal)
     left, right = st.columns([3, 2])
     with left, friendly_errors(t("flash_walkthrough.sections.traffic_chart")):
-        sweep = hbm_sweep(hd, hq, hk, causal, HBM_N)
+        sweep = tables.hbm_sweep(hd, hq, hk, causal, HBM_N)
         text, names = td("flash_walkthrough.charts.hbm"), td("flash_walkthrough.algorithms")
-        chart(spec_of(charts.hbm_traffic, sweep, hn, text, names), sweep, "hbm_traffic")
+        chart(charts.hbm_traffic, sweep, hn, text, names, name="hbm_traffic", data=sweep)
         st.caption(t(f"flash_walkthrough.hbm_caption.{mode}", limit=limit, ratio=naive / tiled, n=hn))
     with right, friendly_errors(t("flash_walkthrough.sections.traffic_count")):
         words = td("flash_walkthrough.formula_words")  # the words inside the two formulas

@@ -3,39 +3,12 @@ import streamlit as st
 
 from explorer.charts import multihead as charts
 from explorer.tables import multihead as tables
-from explorer.ui import state as controls
-from explorer.ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed, shared, table, wire
+from explorer.ui import state
+from explorer.ui.draw import chart
 from explorer.ui.i18n import t, td, tl
+from explorer.ui.page import formula, friendly_errors, header, notice, predict_first, seed
 
 MODES = ["self", "cross"]
-
-forward_tables = table(tables.forward_tables, 64)
-parameter_sweep = table(tables.parameter_sweep, 16)
-references = table(tables.references, 1)
-
-
-# Building an Altair chart costs more than the forward pass: the built charts are cached too, by plain parameters
-# and the strings they show (so each language has its own entry).
-@shared
-def forward_charts(query_tokens: tuple, key_tokens: tuple | None, d_model: int, heads: int, seed: int, text: dict):
-    result = forward_tables(query_tokens, key_tokens, d_model, heads, seed)
-    maps = charts.head_maps(result["maps"], text["maps"])
-    return wire(maps), wire(charts.concat_heatmap(result["concat"], result["d_k"], text["concat"]))
-
-
-@shared
-def parameter_chart(d_model: int, heads: int, text: dict):
-    return wire(charts.parameter_bars(parameter_sweep(d_model), heads, text))
-
-
-def forward(query_tokens: tuple, key_tokens: tuple | None, d_model: int, heads: int) -> tuple:
-    """The forward pass's tables and its two charts (all cached), in the viewer's language."""
-    result = forward_tables(query_tokens, key_tokens, d_model, heads, seed())
-    text = {
-        "maps": td("multihead.charts.maps"),
-        "concat": td("multihead.charts.concat", n_q=result["n_q"], d_model=d_model, d_k=result["d_k"]),
-    }
-    return result, *forward_charts(query_tokens, key_tokens, d_model, heads, seed(), text)
 
 
 def shapes_table(shapes: pd.DataFrame) -> pd.DataFrame:
@@ -61,11 +34,11 @@ predict_first(t("multihead.question"), t("multihead.answer"))
 
 with st.container(border=True):
     c1, c2, c3 = st.columns([2, 3, 2])
-    d_model = controls.select_slider("d_model", tables.D_MODELS, 16, key="mh_d_model", where=c1)
+    d_model = state.select_slider("d_model", tables.D_MODELS, 16, key="mh_d_model", where=c1)
     offered = tables.divisors(d_model)
     if st.session_state.get("mh_heads", offered[0]) not in offered:
         del st.session_state["mh_heads"]  # kept while it divides the new d_model, back to the default otherwise
-    heads = controls.radio(
+    heads = state.radio(
         t("multihead.controls.heads"),
         offered,
         4 if 4 in offered else offered[0],
@@ -74,7 +47,7 @@ with st.container(border=True):
         horizontal=True,
     )
     modes = td("multihead.modes")
-    mode = controls.segmented_control(
+    mode = state.segmented_control(
         t("multihead.controls.mode"),
         MODES,
         "self",
@@ -84,7 +57,7 @@ with st.container(border=True):
         help=t("multihead.controls.mode_help"),
     )
     t1, t2 = st.columns(2)
-    query_text = controls.text_input(
+    query_text = state.text_input(
         t("multihead.controls.sentence"),
         "the cat sat on the mat because it was tired",
         key="mh_sentence",
@@ -92,7 +65,7 @@ with st.container(border=True):
         where=t1,
         help=t("multihead.controls.sentence_help", n=tables.MAX_TOKENS),
     )
-    key_text = controls.text_input(
+    key_text = state.text_input(
         t("multihead.controls.source"),
         "le chat dort",
         key="mh_source",
@@ -127,8 +100,9 @@ with right:
 
 with left, friendly_errors(t("multihead.sections.maps")):
     if query_tokens is not None:
-        result, maps_chart, _ = forward(query_tokens, key_tokens, d_model, heads)
-        chart(maps_chart, result["maps"], "head_maps", width="content")
+        result = tables.forward_tables(query_tokens, key_tokens, d_model, heads, seed())
+        text = td("multihead.charts.maps")
+        chart(charts.head_maps, result["maps"], text, name="head_maps", data=result["maps"], width="content")
         shown = dict(n_q=result["n_q"], n_k=result["n_k"], shown=charts.MAX_MAPS, heads=heads)
         st.caption(t(f"multihead.maps_caption_{'some' if heads > charts.MAX_MAPS else 'all'}", **shown))
 
@@ -136,13 +110,14 @@ st.subheader(t("multihead.shapes_subheader"))
 s_left, s_right = st.columns(2)
 with s_left, friendly_errors(t("multihead.sections.shapes")):
     if query_tokens is not None:
-        result, _, _ = forward(query_tokens, key_tokens, d_model, heads)
+        result = tables.forward_tables(query_tokens, key_tokens, d_model, heads, seed())
         st.table(shapes_table(result["shapes"]))
         st.caption(t("multihead.shapes_caption"))
 with s_right, friendly_errors(t("multihead.sections.concat")):
     if query_tokens is not None:
-        result, _, concat_chart = forward(query_tokens, key_tokens, d_model, heads)
-        chart(concat_chart, result["concat"], "concat")
+        result = tables.forward_tables(query_tokens, key_tokens, d_model, heads, seed())
+        text = td("multihead.charts.concat", n_q=result["n_q"], d_model=d_model, d_k=result["d_k"])
+        chart(charts.concat_heatmap, result["concat"], result["d_k"], text, name="concat", data=result["concat"])
         st.caption(t("multihead.concat_caption", check=result["check"]))
 
 st.subheader(t("multihead.parameters_subheader"))
@@ -151,10 +126,11 @@ with p_right:
     formula(r"\#\text{params}=4\,(d_{model}^2+d_{model})", t("multihead.parameters_formula_caption"))
     st.markdown(t("multihead.parameters_text"))
 with p_left, friendly_errors(t("multihead.sections.parameters")):
-    sweep = parameter_sweep(d_model)
-    chart(parameter_chart(d_model, heads, td("multihead.charts.parameters", d_model=d_model)), sweep, "parameters")
+    sweep = tables.parameter_sweep(d_model)
+    text = td("multihead.charts.parameters", d_model=d_model)
+    chart(charts.parameter_bars, sweep, heads, text, name="parameters", data=sweep)
     st.dataframe(sweep, hide_index=True, width="stretch", column_config=td("multihead.sweep"))
 
 with p_right, friendly_errors(t("multihead.sections.references")):
     st.markdown(t("multihead.references.heading"))
-    st.table(references_table(references()))
+    st.table(references_table(tables.references()))

@@ -4,86 +4,17 @@ import streamlit as st
 
 from explorer.charts import saturation as charts
 from explorer.tables import saturation as tables
-from explorer.ui import state as controls
-from explorer.ui.frame import (
-    chart,
-    formula,
-    friendly_errors,
-    header,
-    notice,
-    predict_first,
-    section,
-    seed,
-    shared,
-    table,
-    wire,
-)
+from explorer.ui import state
+from explorer.ui.draw import chart
 from explorer.ui.i18n import t, td
+from explorer.ui.page import formula, friendly_errors, header, notice, predict_first, section, seed
 
 N_KEYS = [2, 4, 8, 16, 32, 64]
 SCALES = ["scaled", "unscaled"]
 MAX_LOGITS_TEXT = 200  # characters: 16 numbers with room to spare, and what a URL value may hold
 
-sweep = table(tables.saturation_sweep, 16)
-temperature_curve = table(tables.temperature_curve, 64)
-temperature_row = table(tables.temperature_row, 128)
-example = table(tables.softmax_example, 32)
-sweep_facts = table(tables.sweep_facts, 64)
-notes_check = table(tables.notes_check, 1)
-jacobian_html = table(charts.jacobian_html, 64)
 names = td("saturation.series")
 scale_labels = td("saturation.scales")
-
-
-# Building an Altair chart costs ~25 ms, more than this page's maths: charts are cached as Vega-Lite specs keyed
-# by the controls their data depend on (and by their text, so each language has its own), and the current d_k
-# and T are spec parameters (charts.set_param), so moving d_k or T rebuilds only what must change.
-@shared
-def d_k_charts(n_keys: int, seed_value: int, text: dict, series: dict) -> tuple[dict, dict, dict]:
-    """Section 1's charts, with the d_k marker at 1 until set_param moves it."""
-    df, d_k = sweep(n_keys, seed_value), tables.D_K_SWEEP[0]
-    return (
-        wire(charts.jacobian_vs_d_k(df, d_k, text["jacobian"], series)),
-        wire(
-            charts.measure_vs_d_k(
-                df, d_k, column="entropy", text=text["entropy"], names=series, ceiling=math.log(n_keys)
-            )
-        ),
-        wire(charts.measure_vs_d_k(df, d_k, column="max_weight", text=text["max_weight"], names=series)),
-    )
-
-
-@shared
-def bars_chart(d_k: int, n_keys: int, temperature: float, scale: str, seed_value: int, text: dict) -> dict:
-    row, _ = temperature_row(d_k, n_keys, temperature, seed_value)
-    return wire(charts.row_bars(row, scale, text))
-
-
-@shared
-def bars_rows(d_k: int, n_keys: int, temperature: float, scale: str, seed_value: int):
-    """The weights the bar chart draws, as its CSV offers them (cut once, not on every run)."""
-    row, _ = temperature_row(d_k, n_keys, temperature, seed_value)
-    return row[row.series == scale].assign(temperature=temperature)
-
-
-@shared
-def entropy_chart(d_k: int, n_keys: int, seed_value: int, text: dict, series: dict) -> dict:
-    """The entropy-against-T chart, with the T marker at 1 until set_param moves it."""
-    curve = temperature_curve(d_k, n_keys, seed_value)
-    return wire(charts.entropy_vs_temperature(curve, math.log(n_keys), 1.0, text, series))
-
-
-@shared
-def sweep_parts(n_keys: int, seed_value: int) -> dict:
-    """The sweep cut once for the whole server, not on every run: each chart's CSV columns, and by d_k its two
-    rows (unscaled, scaled) for the metrics."""
-    df = sweep(n_keys, seed_value)
-    return {
-        "jacobian": df[["d_k", "series", "jacobian_norm", "jacobian_median"]],
-        "entropy": df[["d_k", "series", "entropy"]],
-        "max_weight": df[["d_k", "series", "max_weight"]],
-        "at": {d_k: rows.set_index("series") for d_k, rows in df.groupby("d_k")},
-    }
 
 
 def notice_points(f: dict, d_k: int, n_keys: int) -> list[str]:
@@ -101,7 +32,7 @@ def notice_points(f: dict, d_k: int, n_keys: int) -> list[str]:
 
 def show_example(logits: tuple[float, ...], weights_column, jacobian_column) -> None:
     """One row of logits: ‖J‖_F, its weights and self-gradients, and the tinted Jacobian."""
-    weights, cells, stats = example(logits)
+    weights, _, stats = tables.softmax_example(logits)
     columns = td("saturation.example.columns")
     with weights_column:
         st.markdown("**softmax([" + ", ".join(f"{z:g}" for z in logits) + "])**")
@@ -124,7 +55,7 @@ def show_example(logits: tuple[float, ...], weights_column, jacobian_column) -> 
         )
     with jacobian_column:
         st.caption(t("saturation.example.jacobian_caption"))
-        st.html(jacobian_html(cells, tables.JACOBIAN_LIMIT))
+        st.html(tables.jacobian_html(logits))
 
 
 header(
@@ -132,8 +63,8 @@ header(
     t("saturation.lede"),
     sections=("saturation.sections.sweep", "saturation.sections.temperature", "saturation.sections.examples"),
 )
-_, _, saturated = example(tables.NOTES_UNSCALED)
-_, _, healthy = example(tables.NOTES_SCALED)
+_, _, saturated = tables.softmax_example(tables.NOTES_UNSCALED)
+_, _, healthy = tables.softmax_example(tables.NOTES_SCALED)
 predict_first(
     t("saturation.question"),
     t(
@@ -144,10 +75,10 @@ predict_first(
     ),
 )
 
-with controls.box("sat_d_k", "sat_n_keys"):  # these two drive sections 1 and 2; T and the logits sit by section 2
+with state.box("sat_d_k", "sat_n_keys"):  # these two drive sections 1 and 2; T and the logits sit by section 2
     c1, c2 = st.columns(2)
-    d_k = controls.select_slider("d_k", list(tables.D_K_SWEEP), 64, key="sat_d_k", where=c1)
-    n_keys = controls.select_slider(t("saturation.controls.n_keys"), N_KEYS, 16, key="sat_n_keys", where=c2)
+    d_k = state.select_slider("d_k", list(tables.D_K_SWEEP), 64, key="sat_d_k", where=c1)
+    n_keys = state.select_slider(t("saturation.controls.n_keys"), N_KEYS, 16, key="sat_n_keys", where=c2)
 
 st.subheader(t("saturation.sections.sweep"), anchor="sweep")
 with friendly_errors(t("saturation.errors.sweep")):
@@ -156,9 +87,7 @@ with friendly_errors(t("saturation.errors.sweep")):
         "entropy": td("saturation.charts.entropy", value=math.log(n_keys)),
         "max_weight": td("saturation.charts.max_weight"),
     }
-    specs = d_k_charts(n_keys, seed(), chart_text, names)
-    jacobian_spec, entropy_spec, max_weight_spec = (charts.set_param(c, charts.D_K_PARAM, d_k) for c in specs)
-    swept, parts = sweep(n_keys, seed()), sweep_parts(n_keys, seed())
+    swept, parts = tables.saturation_sweep(n_keys, seed()), tables.sweep_parts(n_keys, seed())
     now = parts["at"][d_k]
     st.caption(t("saturation.now_caption", d_k=d_k))
     m1, m2, m3, m4 = st.columns(4)
@@ -169,28 +98,50 @@ with friendly_errors(t("saturation.errors.sweep")):
     m4.metric(t("saturation.metrics.largest_scaled"), f"{now.max_weight['scaled']:.3f}", help=largest_help)
 left, right = st.columns(2)
 with left, friendly_errors(t("saturation.errors.jacobian")):
-    chart(jacobian_spec, parts["jacobian"], "jacobian_vs_d_k")
+    text = chart_text["jacobian"]
+    chart(charts.jacobian_vs_d_k, swept, d_k, text, names, name="jacobian_vs_d_k", data=parts["jacobian"])
 with right:
     formula(r"p=\mathrm{softmax}(z),\qquad \frac{\partial p_i}{\partial z_j}=p_i\,(\delta_{ij}-p_j)")
     formula(
         r"J=\operatorname{diag}(p)-p\,p^{\top},\qquad \|J\|_F^2=\sum_{i,j}J_{ij}^2",
         t("saturation.sweep_caption", rows=tables.SWEEP_ROWS, n=n_keys),
     )
-    notice(notice_points(sweep_facts(swept, d_k), d_k, n_keys))
+    notice(notice_points(tables.sweep_facts(swept, d_k), d_k, n_keys))
 c1, c2 = st.columns(2)
 with c1, friendly_errors(t("saturation.errors.entropy")):
-    chart(entropy_spec, parts["entropy"], "entropy_vs_d_k")
+    text, ceiling = chart_text["entropy"], math.log(n_keys)
+    chart(
+        charts.measure_vs_d_k,
+        swept,
+        d_k,
+        column="entropy",
+        text=text,
+        names=names,
+        ceiling=ceiling,
+        name="entropy_vs_d_k",
+        data=parts["entropy"],
+    )
 with c2, friendly_errors(t("saturation.errors.max_weight")):
-    chart(max_weight_spec, parts["max_weight"], "max_weight_vs_d_k")
+    text = chart_text["max_weight"]
+    chart(
+        charts.measure_vs_d_k,
+        swept,
+        d_k,
+        column="max_weight",
+        text=text,
+        names=names,
+        name="max_weight_vs_d_k",
+        data=parts["max_weight"],
+    )
 
 
 @section
 def temperature_part(d_k, n_keys) -> None:
     """Temperature: its own T and scale, for the d_k and n chosen above."""
     st.subheader(t("saturation.sections.temperature"), anchor="temperature")
-    with controls.box("sat_temperature", "sat_scale"):
+    with state.box("sat_temperature", "sat_scale"):
         c1, c2 = st.columns(2)
-        temperature = controls.select_slider(
+        temperature = state.select_slider(
             t("saturation.controls.temperature"),
             tables.TEMPERATURES,
             1.0,
@@ -198,7 +149,7 @@ def temperature_part(d_k, n_keys) -> None:
             where=c1,
             format_func=lambda x: f"{x:g}",
         )
-        scale = controls.radio(
+        scale = state.radio(
             t("saturation.controls.scale"),
             SCALES,
             SCALES[0],
@@ -208,7 +159,7 @@ def temperature_part(d_k, n_keys) -> None:
             horizontal=True,
         )
     with friendly_errors(t("saturation.errors.temperature")):
-        _, measures = temperature_row(d_k, n_keys, temperature, seed())
+        row, measures = tables.temperature_row(d_k, n_keys, temperature, seed())
         chosen = measures.set_index("series").loc[scale]
         m1, m2, m3, m4 = st.columns(4)
         m1.metric(
@@ -224,15 +175,17 @@ def temperature_part(d_k, n_keys) -> None:
         c1, c2 = st.columns(2)
         with c1:
             bars_text = td("saturation.charts.bars", t=temperature, value=1 / n_keys)
-            figure = bars_chart(d_k, n_keys, temperature, scale, seed(), bars_text)
-            chart(figure, bars_rows(d_k, n_keys, temperature, scale, seed()), "weights_at_t")
+            shown = tables.bar_rows(d_k, n_keys, temperature, scale, seed())
+            chart(charts.row_bars, row, scale, bars_text, name="weights_at_t", data=shown)
             st.caption(t("saturation.bars_caption", n=n_keys, d_k=d_k, scale=scale_labels[scale]))
             formula(r"p_i(T)=\frac{e^{z_i/T}}{\sum_j e^{z_j/T}}")
             formula(r"H(p)=-\sum_i p_i\log p_i\ \le\ \log n")
         with c2:
-            spec = entropy_chart(d_k, n_keys, seed(), td("saturation.charts.temperature"), names)
-            spec = charts.set_param(spec, charts.T_PARAM, temperature)
-            chart(spec, temperature_curve(d_k, n_keys, seed()), "entropy_vs_t")
+            curve, text = tables.temperature_curve(d_k, n_keys, seed()), td("saturation.charts.temperature")
+            ceiling = math.log(n_keys)
+            chart(
+                charts.entropy_vs_temperature, curve, ceiling, temperature, text, names, name="entropy_vs_t", data=curve
+            )
             st.caption(t("saturation.curve_caption", t=temperature))
             formula(
                 r"\begin{aligned}T\to 0&:\ p\to\text{one-hot (argmax)},\ H\to 0\\"
@@ -267,7 +220,7 @@ for column, logits in ((c1, tables.NOTES_UNSCALED), (c2, tables.NOTES_SCALED)):
 with friendly_errors(t("saturation.errors.notes")):
     headers = td("saturation.notes.columns")
     st.markdown(t("saturation.notes.heading"))
-    rows = notes_check()
+    rows = tables.notes_check()
     st.dataframe(
         rows.assign(verdict=rows.verdict.map(td("notes.verdicts"))).drop(columns="key"),  # the claims table's verdicts
         hide_index=True,
@@ -286,7 +239,7 @@ with friendly_errors(t("saturation.errors.notes")):
 @section
 def own_example_part() -> None:
     """A row of logits the student types."""
-    own_text = controls.text_input(
+    own_text = state.text_input(
         t("saturation.controls.logits", n=tables.MAX_LOGITS),
         "4, 1, 0, -1",
         max_chars=MAX_LOGITS_TEXT,

@@ -1,60 +1,15 @@
 import math
 
-import pandas as pd
 import streamlit as st
 
 from explorer import notes
 from explorer.charts import worked_example as charts
 from explorer.tables import worked_example as tables
-from explorer.ui import state as controls
-from explorer.ui.claims import computed_text, notes_about, readable_places
-from explorer.ui.frame import (
-    chart,
-    formula,
-    friendly_errors,
-    header,
-    literal,
-    memo,
-    notice,
-    predict_first,
-    seed,
-    shared,
-    spec_of,
-    table,
-)
-from explorer.ui.i18n import fill, t, td, tl
-
-steps_of = table(tables.attention_steps, 64)
-backward_of = table(tables.backward_steps, 64)
-claims = table(notes.check_claims, 16)
-
-
-@shared
-def claims_shown(seed_value: int, verdicts: tuple, files: tuple, text: dict) -> pd.DataFrame:
-    """The claims table as the viewer reads it (their language, their headers; the numbers as computed), for the
-    chosen filters. Five columns, the place under each claim: six did not fit 1366 px even with wrapped cells.
-    Every cell escaped: st.table reads Markdown, and a formula's * or _ must stay as printed."""
-    table = claims(seed_value)
-    rows = table[table.verdict.isin(verdicts) & table.files.map(lambda f: any(x in f for x in files))]
-    headers = text["columns"]
-    places = [f"{literal(text['claims'][key])} — *{literal(text['where'][key])}*" for key in rows.key]
-    whys = [fill(text["why"][key], facts) for key, facts in zip(rows.key, rows.facts, strict=True)]
-    return pd.DataFrame(
-        {
-            headers["claim"]: places,
-            headers["notes"]: [
-                literal(computed_text(key, printed, facts, text["printed"]))
-                for key, printed, facts in zip(rows.key, rows.notes, rows.facts, strict=True)
-            ],
-            headers["computed"]: [
-                literal(computed_text(key, computed, facts, text["computed"]))
-                for key, computed, facts in zip(rows.key, rows.computed, rows.facts, strict=True)
-            ],
-            headers["verdict"]: [literal(text["verdicts"][v]).replace(" ", "\u00a0") for v in rows.verdict],  # one line
-            headers["why"]: [literal(why) for why in whys],
-        }
-    )
-
+from explorer.ui import state
+from explorer.ui.claims import notes_about, readable_places
+from explorer.ui.draw import chart
+from explorer.ui.i18n import t, td, tl
+from explorer.ui.page import formula, friendly_errors, header, notice, predict_first, seed
 
 LIMIT = int(tables.MAX_ABS_ENTRY)
 ATTENTION = r"A=\mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}\right)"
@@ -68,7 +23,7 @@ def matrix_parser(shape: tuple[int, int]):
         try:
             return tables.matrix_text(tables.matrix_from_text(raw, shape))
         except ValueError:
-            raise controls.Refused("number", lo=-LIMIT, hi=LIMIT) from None
+            raise state.Refused("number", lo=-LIMIT, hi=LIMIT) from None
 
     return parse
 
@@ -82,7 +37,7 @@ predict_first(t("worked_example.question"), t("worked_example.answer"))
 
 with st.container(border=True):
     c1, c2, c3, c4 = st.columns([2.2, 1.2, 1.4, 0.9], vertical_alignment="center")
-    example_key = controls.radio(
+    example_key = state.radio(
         t("worked_example.controls.example"),
         list(tables.EXAMPLES),
         "two_tokens",
@@ -93,7 +48,7 @@ with st.container(border=True):
     )
     example = tables.EXAMPLES[example_key]
     n, d_k, d_v = len(example.q), len(example.q[0]), len(example.v[0])
-    token = controls.selectbox(
+    token = state.selectbox(
         t("worked_example.controls.token"),
         list(range(1, n + 1)),
         example.focus,
@@ -101,7 +56,7 @@ with st.container(border=True):
         where=c2,
         help=t("worked_example.controls.token_help"),
     )
-    scaled = controls.toggle(
+    scaled = state.toggle(
         t("worked_example.controls.scaled"),
         True,
         key="we_scaled",
@@ -125,11 +80,11 @@ st.markdown(t("worked_example.inputs", n=n))
 shown, inputs = {}, {}
 for column, (name, (matrix, width)) in zip(st.columns(3), matrices.items(), strict=True):
     key = url_keys[name]
-    text = controls.value(key, matrix_parser((n, width)), tables.matrix_text(matrix))  # valid: parsed or kept
+    text = state.value(key, matrix_parser((n, width)), tables.matrix_text(matrix))  # valid: parsed or kept
     shown[name] = tables.matrix_from_text(text, (n, width))
     column.caption(f"{name}  ({n} × {width})")
     frame = tables.as_frame(shown[name], tables.labels(name.lower(), n), tables.labels("d", width))
-    if key in controls.hidden():  # the teacher's link fixes this matrix: show it, not editable
+    if key in state.hidden():  # the teacher's link fixes this matrix: show it, not editable
         column.dataframe(frame, width="stretch")
         inputs[name] = frame
     else:  # a keyed editor keeps its edits while its data follows them (the edits are absolute values)
@@ -140,39 +95,13 @@ steps = None  # stays None while an input is invalid; the warning then says whic
 with friendly_errors(t("worked_example.sections.inputs")):
     q, k, v = (tables.parse_matrix(name, inputs[name], (n, w)) for name, (_, w) in matrices.items())
     shown.update(Q=q, K=k, V=v)
-    steps = memo(("worked_example.steps", q, k, v, scaled), lambda: steps_of(q, k, v, scaled))
+    steps = tables.attention_steps(q, k, v, scaled)
 for name, key in url_keys.items():  # the last valid matrices: in the URL, and kept when the page is left
-    controls.keep(key, tables.matrix_text(shown[name]), t("worked_example.controls.matrix", name=name))
-
-
-def forward_text() -> dict:
-    """The forward pass as the page prints it (matrices and expansions in LaTeX) and its charts' frames: made once
-    per (Q, K, V, scaling, token) for the server, as formatting six matrices costs more than computing them."""
-    detail = tables.token_detail(q, k, v, steps, token)
-    return {
-        "scores": charts.bmatrix(steps["scores"]),
-        "dot": charts.dot_expansion(detail),
-        "scaled": charts.bmatrix(steps["scaled"]),
-        "weights": charts.bmatrix(steps["weights"].drop(columns="row sum"), 4),
-        "softmax": charts.softmax_expansion(detail),
-        "row_sums": ", ".join(f"{s:.12f}" for s in steps["weights"]["row sum"]),
-        "output": charts.bmatrix(steps["output"]),
-        "output_expansion": charts.output_expansion(detail),
-        "cells": tables.weights_long(steps["weights"]),
-        "parts": tables.contributions(steps["weights"], v, token),
-    }
-
-
-def backward_text() -> dict:
-    """The backward pass's tables and its six matrices in LaTeX, made once per (Q, K, V, scaling, token)."""
-    back = backward_of(q, k, v, scaled, token)
-    digits = {"upstream": 0, "dv": 4, "dweights": 4, "dscores": 4, "dq": 4, "dk": 4}
-    return back | {"latex": {name: charts.bmatrix(back[name], n) for name, n in digits.items()}}
+    state.keep(key, tables.matrix_text(shown[name]), t("worked_example.controls.matrix", name=name))
 
 
 if steps is not None:
-    inputs_key = (q, k, v, scaled)
-    forward = memo(("worked_example.forward", *inputs_key, token), forward_text)
+    forward = tables.forward_text(q, k, v, scaled, token)
     left, right = st.columns([3, 2])
     with left:
         st.markdown(t("worked_example.step1"))
@@ -191,19 +120,18 @@ if steps is not None:
         formula(ATTENTION if scaled else ATTENTION_UNSCALED)  # the formula of what was computed
         formula(r"Z=\mathrm{Attention}(Q,K,V)=AV")
         with friendly_errors(t("worked_example.sections.charts")):
-            # the charts' frames follow from the three matrices, the scaling and the token
             cells, parts = forward["cells"], forward["parts"]
             text = td("worked_example.charts.weights")
-            chart(spec_of(charts.weights_heatmap, cells, text, data_key=inputs_key), cells, "weights")
+            chart(charts.weights_heatmap, cells, text, name="weights", data=cells)
             text = td("worked_example.charts.pieces", token=token)
-            chart(spec_of(charts.contribution_bars, parts, text, data_key=(*inputs_key, token)), parts, "pieces")
+            chart(charts.contribution_bars, parts, text, name="pieces", data=parts)
         first, *rest = tl("worked_example.notice")  # the scaling point says what the toggle would do from here
         notice([first, t(f"worked_example.scaling_{'off' if scaled else 'on'}"), *rest])
 
 if steps is not None:
     st.subheader(t("worked_example.backward.heading"), anchor="heading")
     with friendly_errors(t("worked_example.sections.backward")):
-        back = memo(("worked_example.backward", *inputs_key, token), backward_text)
+        back = tables.backward_text(q, k, v, scaled, token)
         c = rf"\tfrac{{1}}{{\sqrt{{{d_k}}}}}" if scaled else "1"
         left, right = st.columns([3, 2])
         with right:
@@ -259,13 +187,13 @@ st.subheader(t("worked_example.check"), anchor="check")
 st.markdown(t("worked_example.check_lede"))
 st.caption(notes_about())  # before the table: a student has no notes, and the table quotes them
 with friendly_errors(t("worked_example.sections.claims")):
-    table = claims(seed())
+    table = tables.claims(seed())
     verdict_names = td("notes.verdicts")
     counts = table.verdict.value_counts()
     for column, verdict in zip(st.columns(len(notes.VERDICTS)), notes.VERDICTS, strict=True):
         column.metric(verdict_names[verdict], int(counts.get(verdict, 0)))
     f1, f2 = st.columns([1, 2])
-    chosen = controls.pills(
+    chosen = state.pills(
         t("worked_example.controls.verdicts"),
         list(notes.VERDICTS),
         list(notes.VERDICTS),
@@ -274,7 +202,7 @@ with friendly_errors(t("worked_example.sections.claims")):
         where=f1,
         format_func=verdict_names.get,
     )
-    files = controls.pills(
+    files = state.pills(
         t("worked_example.controls.files"),
         list(notes.FILES),
         list(notes.FILES),
@@ -285,7 +213,9 @@ with friendly_errors(t("worked_example.sections.claims")):
         help=t("worked_example.controls.files_help"),
     )
     text = {part: td(f"notes.{part}") for part in ("claims", "why", "verdicts", "columns", "computed", "printed")}
-    shown_table = claims_shown(seed(), tuple(chosen or ()), tuple(files or ()), text | {"where": readable_places()})
+    shown_table = tables.claims_shown(
+        seed(), tuple(chosen or ()), tuple(files or ()), text | {"where": readable_places()}
+    )
     # a static table: its cells wrap, so every word can be read at 1366 px and on a projector (a data grid cuts them)
     st.table(shown_table, hide_index=True)
     st.caption(t("worked_example.samples", n=notes.SAMPLES, seed=seed()))

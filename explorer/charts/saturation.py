@@ -193,7 +193,7 @@ def entropy_vs_temperature(
     return layers.properties(title=text["title"], height=HEIGHT)
 
 
-def jacobian_table(cells: pd.DataFrame, limit: float):
+def jacobian_table(cells: pd.DataFrame, limit: float, uuid: str | None = None):
     """The Jacobian diag(p) − p pᵀ as a pandas Styler: rows i, columns j, cells tinted on a diverging scale.
 
     The tint is fixed to ±limit for every example, so a saturated Jacobian reads as a blank table.
@@ -208,10 +208,13 @@ def jacobian_table(cells: pd.DataFrame, limit: float):
         ink = "white" if alpha > 0.5 else "#222"
         return f"background-color: rgba({rgb}, {alpha:.3f}); color: {ink}"
 
-    return matrix.style.map(tint).format("{:.3g}")  # 0.0749 as it reads, 2.06e-09 only when that small
+    styler = matrix.style if uuid is None else matrix.style.set_uuid(uuid)  # else a random id names its CSS
+    return styler.map(tint).format("{:.3g}")  # 0.0749 as it reads, 2.06e-09 only when that small
 
 
-def jacobian_html(cells: pd.DataFrame, limit: float) -> str:
+def jacobian_html(cells: pd.DataFrame, limit: float, uuid: str) -> str:
     """jacobian_table as an HTML table, for st.html: made once per example and cached, it costs well under a
-    millisecond per run, where st.dataframe converts a Styler (values, tints and formats) again every run (~10 ms)."""
-    return jacobian_table(cells, limit).to_html()
+    millisecond per run, where st.dataframe converts a Styler (values, tints and formats) again every run (~10 ms).
+    uuid names the table's CSS rules: the same for the same cells (a cached page must not change), and different
+    for each table on a page (tables sharing one would take each other's tints)."""
+    return jacobian_table(cells, limit, uuid).to_html()

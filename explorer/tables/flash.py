@@ -34,6 +34,7 @@ from attn_core._checks import check_int
 from attn_core.masks import causal_mask
 from attn_core.naive import naive_attention
 from attn_core.tiled import tiled_attention, tiled_attention_trace
+from explorer.ui.cache import cached
 
 STATUSES = ("done", "current", "to do", "skipped", "other block")  # "skipped": hidden by the causal mask
 
@@ -84,6 +85,7 @@ def traffic_ratio_limit(d: int, block_q: int, causal: bool) -> float:
     return (4 if causal else 2) * block_q / d
 
 
+@cached(32)
 def hbm_sweep(d: int, block_q: int, block_k: int, causal: bool, n_values: tuple[int, ...]) -> pd.DataFrame:
     """HBM traffic against n. Columns: n, algorithm ("naive"/"tiled"), reads, writes, total (elements)."""
     rows = []
@@ -100,6 +102,7 @@ def sram_working_set(d: int, block_q: int, block_k: int) -> int:
     return block_q * d + 2 * block_k * d + block_q * block_k + block_q * d + 2 * block_q
 
 
+@cached(128)
 def tile_grid(n: int, block_q: int, block_k: int, causal: bool, query_block: int, step: int) -> pd.DataFrame:
     """Every (query block, key tile) of the n x n grid with its status at `step` of `query_block`'s walk.
 
@@ -152,6 +155,7 @@ def random_qkv(n: int, d: int, seed: int) -> tuple[torch.Tensor, torch.Tensor, t
     return tuple(torch.randn(n, d, generator=gen, dtype=torch.float64) for _ in range(3))
 
 
+@cached(32)
 def walkthrough(n: int, d: int, block_q: int, block_k: int, causal: bool, query_block: int, seed: int) -> Walkthrough:
     """Trace the tiled algorithm for one query block and compare every partial output with naive attention."""
     q, k, v = random_qkv(n, d, seed)  # (n, d) each
@@ -192,6 +196,7 @@ def walkthrough(n: int, d: int, block_q: int, block_k: int, causal: bool, query_
     )
 
 
+@cached(128)
 def step_frames(n: int, d: int, block_q: int, block_k: int, causal: bool, query_block: int, seed: int, step: int):
     """One step's slices of the walk: (logits, partial output, row state, the row state as the page's table prints
     it, with m as text and −∞ for a row that has seen no key yet). Cut once per step, not on every run."""
@@ -205,6 +210,7 @@ def _m_text(m: float) -> str:
     return "−∞" if m == float("-inf") else f"{m:.3f}"
 
 
+@cached(32)
 def all_rows_error(n: int, d: int, block_q: int, block_k: int, causal: bool, seed: int) -> float:
     """max |tiled_attention - naive| over all n rows: the same for every query block, so computed apart from the
     walk of one (running every block's tiles is most of a walk's cost when the tiles are small)."""

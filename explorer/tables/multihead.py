@@ -15,6 +15,7 @@ import torch
 
 from attn_core.multihead import MultiHeadAttention
 from attn_core.regression import parameter_count
+from explorer.ui.cache import cached
 
 D_MODELS = (8, 12, 16, 24, 32, 48, 64)
 MAX_TOKENS = 12
@@ -83,6 +84,7 @@ def _labels(tokens: tuple[str, ...]) -> list[str]:
     return [f"{i} {t}" for i, t in enumerate(tokens)]
 
 
+@cached(64)
 def forward_tables(
     query_tokens: tuple[str, ...], key_tokens: tuple[str, ...] | None, d_model: int, num_heads: int, seed: int
 ) -> dict:
@@ -176,6 +178,7 @@ def _shapes_frame(x_q, x_kv, seen, weights, out, num_heads, d_k, self_attention)
     return pd.DataFrame(rows, columns=["step", "tensor", "shape"])
 
 
+@cached(16)
 def parameter_sweep(d_model: int) -> pd.DataFrame:
     """For every h dividing d_model: d_k, the parameter count of a real module (on "meta": no memory) and the
     multiply-adds of Q K^T per query/key pair summed over heads (macs_per_pair = h * d_k, always d_model)."""
@@ -186,6 +189,7 @@ def parameter_sweep(d_model: int) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+@cached(1)
 def references() -> pd.DataFrame:
     """BERT-base and GPT-3, one row each: d_model and h as published, d_k read from a real MultiHeadAttention on
     "meta", its parameter count, and whether every divisor h of d_model gives that count (same_count, over

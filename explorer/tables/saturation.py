@@ -7,6 +7,7 @@ A one-hot p makes every entry of J vanish: a saturated softmax passes (almost) n
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 
@@ -19,6 +20,7 @@ from attn_core.naive import masked_softmax
 from attn_core.stats import entropy, jacobian_norm, random_logits, softmax_jacobian
 from explorer import notes
 from explorer.charts import saturation as charts
+from explorer.ui.cache import cached
 
 D_K_SWEEP = tuple(2**i for i in range(11))  # 1 .. 1024
 SWEEP_ROWS = 256  # queries per d_k: enough for a stable mean and median of the Jacobian norm
@@ -45,6 +47,7 @@ MAX_ABS_LOGIT = 1000.0
 _FLOAT = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
 
 
+@cached(16)
 def saturation_sweep(n_keys: int, seed: int, n_rows: int = SWEEP_ROWS) -> pd.DataFrame:
     """Entropy, largest weight and Jacobian norm of softmax(logits) at T = 1 for d_k = 1..1024, unscaled and scaled.
 
@@ -82,6 +85,7 @@ def _jacobian_norms(p: torch.Tensor, block: int = 64) -> torch.Tensor:
     return torch.cat([jacobian_norm(rows) for rows in p.split(block)])  # (n_rows,)
 
 
+@cached(16)
 def sweep_parts(n_keys: int, seed: int) -> dict:
     """The sweep cut once per (n, seed), not on every run: each chart's CSV columns ("jacobian", "entropy",
     "max_weight") and, by d_k, its two rows indexed by series for the page's metrics ("at")."""
@@ -105,6 +109,7 @@ def _from_on(d_ks, holds) -> int | None:
     return start
 
 
+@cached(64)
 def sweep_facts(sweep: pd.DataFrame, d_k: int) -> dict:
     """What the sweep's charts show, for the page's sentences about them (computed, so true at every n and d_k).
 
@@ -145,6 +150,7 @@ def _one_query(d_k: int, n_keys: int, series: str, seed: int) -> torch.Tensor:
     return z.sort(descending=True).values
 
 
+@cached(64)
 def temperature_curve(d_k: int, n_keys: int, seed: int) -> pd.DataFrame:
     """Entropy of one query's softmax(z / T) over T_GRID, for the unscaled and the scaled logits.
 
@@ -159,6 +165,7 @@ def temperature_curve(d_k: int, n_keys: int, seed: int) -> pd.DataFrame:
     return pd.concat(curves, ignore_index=True)
 
 
+@cached(128)
 def temperature_row(d_k: int, n_keys: int, temperature: float, seed: int):
     """The same query's weights softmax(z / T) at one temperature, unscaled and scaled.
 
@@ -176,12 +183,14 @@ def temperature_row(d_k: int, n_keys: int, temperature: float, seed: int):
     return pd.concat(rows, ignore_index=True), pd.DataFrame(now)
 
 
+@cached(128)
 def bar_rows(d_k: int, n_keys: int, temperature: float, scale: str, seed: int) -> pd.DataFrame:
     """The weights the bar chart draws, as its CSV offers them: temperature_row's rows of one scale, with T."""
     row, _ = temperature_row(d_k, n_keys, temperature, seed)
     return row[row.series == scale].assign(temperature=temperature)
 
 
+@cached(32)
 def softmax_example(logits: tuple[float, ...]):
     """softmax of one short row of logits at T = 1, with its Jacobian.
 
@@ -209,13 +218,16 @@ def softmax_example(logits: tuple[float, ...]):
     return weights, cells, stats
 
 
+@cached(64)
 def jacobian_html(logits: tuple[float, ...]) -> str:
     """softmax_example(logits)'s Jacobian as the page shows it: an HTML table tinted on the fixed ±JACOBIAN_LIMIT
     scale (charts.jacobian_html), made once per row of logits, as rendering a Styler costs more than its maths."""
     _, cells, _ = softmax_example(logits)
-    return charts.jacobian_html(cells, JACOBIAN_LIMIT)
+    uuid = hashlib.blake2b(repr(logits).encode(), digest_size=5).hexdigest()  # one per row of logits, stable
+    return charts.jacobian_html(cells, JACOBIAN_LIMIT, uuid)
 
 
+@cached(1)
 def notes_check() -> pd.DataFrame:
     """The notes' hand-rounded softmax values beside the computed ones.
 

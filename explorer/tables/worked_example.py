@@ -22,9 +22,10 @@ from attn_core.backward import attention_backward, attention_backward_autograd
 from attn_core.naive import naive_attention
 from explorer import notes
 from explorer.charts import worked_example as charts
+from explorer.ui.cache import cached
 from explorer.ui.claims import computed_text
-from explorer.ui.frame import literal
 from explorer.ui.i18n import fill
+from explorer.ui.page import literal
 
 Matrix = tuple[tuple[float, ...], ...]
 MAX_ABS_ENTRY = 1e6  # larger entries are almost surely typos, and would overflow QK^T in the display
@@ -124,6 +125,7 @@ def labels(prefix: str, n: int) -> list[str]:
 # 2. The steps, each matrix kept for display.
 
 
+@cached(64)
 def attention_steps(q: Matrix, k: Matrix, v: Matrix, scaled: bool = True) -> dict[str, pd.DataFrame]:
     """Every intermediate of softmax(Q K^T / sqrt(d_k)) V as a labelled DataFrame.
 
@@ -193,6 +195,7 @@ def contributions(weights: pd.DataFrame, v: Matrix, token: int) -> pd.DataFrame:
 GRADIENTS = ("dv", "dweights", "dscores", "dq", "dk")
 
 
+@cached(64)
 def backward_steps(q: Matrix, k: Matrix, v: Matrix, scaled: bool, token: int) -> dict:
     """dL/dO, dL/dV, dL/dA, dL/dS, dL/dQ, dL/dK for L = sum_c z_token,c, as labelled DataFrames.
 
@@ -238,6 +241,7 @@ def reached(dk: torch.Tensor, dv: torch.Tensor) -> dict[str, int]:
 # input for the whole server: formatting six matrices costs more than computing them.
 
 
+@cached(64)
 def forward_text(q: Matrix, k: Matrix, v: Matrix, scaled: bool, token: int) -> dict:
     """The forward pass in LaTeX (matrices and token `token`'s expansions) and its charts' frames: cells (the
     weights, one per row) and parts (token `token`'s output split into alpha_ij v_j)."""
@@ -260,17 +264,20 @@ def forward_text(q: Matrix, k: Matrix, v: Matrix, scaled: bool, token: int) -> d
 BACKWARD_DIGITS = {"upstream": 0, "dv": 4, "dweights": 4, "dscores": 4, "dq": 4, "dk": 4}
 
 
+@cached(64)
 def backward_text(q: Matrix, k: Matrix, v: Matrix, scaled: bool, token: int) -> dict:
     """backward_steps(...) with its six matrices in LaTeX under "latex"."""
     back = backward_steps(q, k, v, scaled, token)
     return back | {"latex": {name: charts.bmatrix(back[name], n) for name, n in BACKWARD_DIGITS.items()}}
 
 
+@cached(16)
 def claims(seed: int) -> pd.DataFrame:
     """The notes' claims checked at `seed` (explorer.notes.check_claims), kept for the page."""
     return notes.check_claims(seed)
 
 
+@cached(64)
 def claims_shown(seed: int, verdicts: tuple, files: tuple, text: dict) -> pd.DataFrame:
     """The claims table as the viewer reads it (their language, their headers; the numbers as computed), for the
     chosen filters. Five columns, the place under each claim: six did not fit 1366 px even with wrapped cells.

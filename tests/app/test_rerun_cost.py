@@ -36,15 +36,15 @@ def test_a_warm_rerun_makes_no_streamlit_cached_function_of_the_page(open_page, 
 def test_saturation_hands_its_charts_the_stored_frames_not_new_slices(open_page, monkeypatch):
     """Each chart's CSV data was cut from the sweep again on every run (column selections, a filter by d_k and
     set_index for the metrics: ~15 % of a warm full rerun in cProfile); now cut once per sweep and reused."""
-    from explorer.ui import frame
+    from explorer.ui import draw
 
-    handed, real = {}, frame.chart
+    handed, real = {}, draw.chart
 
-    def recording(figure, data, name, **kwargs):
+    def recording(builder, *args, name=None, data=None, **kwargs):
         handed.setdefault(name, []).append(data)
-        return real(figure, data, name, **kwargs)
+        return real(builder, *args, name=name, data=data, **kwargs)
 
-    monkeypatch.setattr(frame, "chart", recording)
+    monkeypatch.setattr(draw, "chart", recording)
     at = open_page("views/saturation.py")
     at.run()
     assert not at.exception
@@ -56,15 +56,15 @@ def test_saturation_hands_its_charts_the_stored_frames_not_new_slices(open_page,
 def test_the_walkthrough_hands_its_charts_the_stored_frames_of_a_step(open_page, monkeypatch):
     """A step's logits, partial output and row state were filtered out of the walk on every run, then digested (or,
     a 32 x 32 tile's logits, hashed by Streamlit) to find their charts; now cut once per step, named by it."""
-    from explorer.ui import frame
+    from explorer.ui import draw
 
-    handed, real = {}, frame.chart
+    handed, real = {}, draw.chart
 
-    def recording(figure, data, name, **kwargs):
+    def recording(builder, *args, name=None, data=None, **kwargs):
         handed.setdefault(name, []).append(data)
-        return real(figure, data, name, **kwargs)
+        return real(builder, *args, name=name, data=data, **kwargs)
 
-    monkeypatch.setattr(frame, "chart", recording)
+    monkeypatch.setattr(draw, "chart", recording)
     at = open_page("views/flash_walkthrough.py", flash_block_q=32, flash_block_k=32)
     at.run()
     assert not at.exception

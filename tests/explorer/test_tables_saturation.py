@@ -5,6 +5,7 @@ softmax, the closed-form Frobenius norm of diag(p) - p p^T, torch.autograd's Jac
 """
 
 import math
+import re
 
 import altair as alt
 import numpy as np
@@ -280,6 +281,15 @@ def test_chart_specs_validate_against_vega_lite():
     html = styler.to_html()
     assert "background-color: rgba(202, 0, 32" in html
     assert "e-02" not in html and "0.0749" in html  # softmax([2.5, 0, -2.5])'s dp_0/dz_0 reads as a number
+
+
+def test_the_tinted_jacobian_is_the_same_html_each_time_and_named_apart_per_row():
+    """Its CSS was named by a random id: the kept HTML differed from a rebuilt one (check mode failed the page), and
+    two tables must still not share rules (each would take the other's tints)."""
+    make = tables.jacobian_html.__wrapped__  # not the kept result: built twice
+    assert make(tables.NOTES_SCALED) == make(tables.NOTES_SCALED)
+    ids = {re.search(r"#T_(\w+?)_row0_col0", make(z)).group(1) for z in (tables.NOTES_SCALED, tables.NOTES_UNSCALED)}
+    assert len(ids) == 2
 
 
 def test_a_one_hot_row_has_entropy_plus_zero():
