@@ -4,21 +4,17 @@ import streamlit as st
 
 from explorer.charts import equivariance as charts
 from explorer.tables import equivariance as tables
-from explorer.ui import state as controls
+from explorer.ui import state
 from explorer.ui.claims import notes_claim
-from explorer.ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed, spec_of, table
+from explorer.ui.draw import chart
 from explorer.ui.i18n import t, td
+from explorer.ui.page import formula, friendly_errors, header, notice, predict_first, seed
 
 KINDS = list(tables.PERMUTATION_CHOICES)
 WIDTHS = [2, 4, 8, 16, 32, 64]  # even: sinusoidal encodings come in sin/cos pairs
 CURRENT = {(causal, positional): label for label, causal, positional in tables.VARIANTS}
 MATRICES = {"A": "a", "A′": "a_prime", "P A Pᵀ": "pap"}  # the tables' matrix names, and their keys in the strings
 
-views = table(tables.weights_views, 64)
-variant_errors = table(tables.variant_errors, 64)
-shared_projection = table(tables.shared_projection, 64)
-projection_claims = table(tables.projection_claims, 64)
-plain_facts = table(tables.plain_facts, 64)
 kind_labels = td("equivariance.kinds")
 breakers = td("equivariance.breakers")
 variant_labels = td("equivariance.variants")
@@ -31,8 +27,9 @@ def sci(x: float, digits: int) -> str:
 
 def notice_points(n, d, perm, causal, positional, precision, variant) -> list[str]:
     """What the weights and the variants' chart show at this setting, filled from their numbers."""
-    _, s = views(n, d, perm, causal, positional, seed(), precision)
-    f = plain_facts(variant_errors(n, d, perm, seed(), precision), perm, s["max_abs_v"], s["eps"])
+    _, s = tables.weights_views(n, d, perm, causal, positional, seed(), precision)
+    errors = tables.variant_errors(n, d, perm, seed(), precision)
+    f = tables.plain_facts(errors, perm, s["max_abs_v"], s["eps"])
     same = "same" if s["weights_gap"] <= s["weights_tolerance"] else "differ"
     plain = "identity" if f["identity"] else "alike" if f["plain"] == 0 else "ulps"
     marked = "all_broken" if f["broken"] == f["marked"] else "some_broken"
@@ -48,9 +45,9 @@ predict_first(t("equivariance.question"), t("equivariance.answer"))
 
 with st.container(border=True):
     c1, c2, c3, c4 = st.columns(4)
-    n = controls.slider(t("equivariance.controls.n"), 2, 32, 8, 1, key="n", where=c1)
-    d = controls.select_slider(t("equivariance.controls.d"), WIDTHS, 16, key="d", where=c1)
-    kind = controls.selectbox(
+    n = state.slider(t("equivariance.controls.n"), 2, 32, 8, 1, key="n", where=c1)
+    d = state.select_slider(t("equivariance.controls.d"), WIDTHS, 16, key="d", where=c1)
+    kind = state.selectbox(
         t("equivariance.controls.permutation"),
         KINDS,
         KINDS[0],
@@ -59,10 +56,10 @@ with st.container(border=True):
         format_func=kind_labels.get,
         help=t("equivariance.controls.permutation_help"),
     )
-    shift = controls.number_input(
+    shift = state.number_input(
         t("equivariance.controls.shift"), 0, 64, 1, key="shift", where=c2, disabled=kind != "cyclic"
     )
-    text = controls.text_input(
+    text = state.text_input(
         t("equivariance.controls.typed"),
         "1,0,3,2,5,4,7,6",
         max_chars=8 * 32,
@@ -71,7 +68,7 @@ with st.container(border=True):
         disabled=kind != "typed",
         help=t("equivariance.controls.typed_help"),
     )
-    precision = controls.radio(
+    precision = state.radio(
         t("equivariance.controls.precision"),
         list(tables.PRECISIONS),
         list(tables.PRECISIONS)[0],
@@ -79,8 +76,8 @@ with st.container(border=True):
         where=c3,
         horizontal=True,
     )
-    causal = controls.toggle(t("equivariance.controls.causal"), False, key="causal", where=c4)
-    positional = controls.toggle(
+    causal = state.toggle(t("equivariance.controls.causal"), False, key="causal", where=c4)
+    positional = state.toggle(
         t("equivariance.controls.positional"),
         False,
         key="positional",
@@ -113,7 +110,7 @@ with right:
         notice(notice_points(n, d, perm, causal, positional, precision, variant))
 
 with left, friendly_errors(t("equivariance.errors.error")):
-    df, s = views(n, d, perm, causal, positional, seed(), precision)
+    _, s = tables.weights_views(n, d, perm, causal, positional, seed(), precision)
     m1, m2, m3 = st.columns(3)
     m1.metric(t("equivariance.metrics.error"), sci(s["error"], 2), help=t("equivariance.metrics.error_help"))
     m2.metric(
@@ -146,9 +143,9 @@ with left, friendly_errors(t("equivariance.errors.error")):
     )
 
 with left, friendly_errors(t("equivariance.errors.variants")):
-    errors = variant_errors(n, d, perm, seed(), precision)
+    errors = tables.variant_errors(n, d, perm, seed(), precision)
     text_variants = td("equivariance.charts.variants")
-    figure = spec_of(
+    chart(
         charts.variant_errors_log,
         errors,
         variant,
@@ -156,18 +153,21 @@ with left, friendly_errors(t("equivariance.errors.variants")):
         text_variants,
         td("equivariance.variants"),
         td("equivariance.verdicts"),
+        name="variant_errors",
+        data=tables.variant_rows(n, d, perm, seed(), precision),
     )
-    chart(figure, errors.drop(columns="shown"), "variant_errors")
     st.caption(t("equivariance.variants_caption", floor=tables.LOG_FLOOR, zero=text_variants["zero"]))
 
 st.subheader(t("equivariance.weights_heading"))
 with friendly_errors(t("equivariance.errors.weights")):
-    df, s = views(n, d, perm, causal, positional, seed(), precision)
+    setting = (n, d, perm, causal, positional, seed(), precision)
+    df, s = tables.weights_views(*setting)
     vmax = float(df.weight.max())
     titles, heatmap_text = td("equivariance.matrices"), td("equivariance.charts.heatmap")
     for column, (matrix, name) in zip(st.columns(3), MATRICES.items(), strict=True):
-        figure = spec_of(charts.weights_heatmap, df, matrix, {**heatmap_text, "title": titles[name]}, vmax)
-        chart(figure, df[df.matrix == matrix], f"weights_{name}", where=column)
+        labels = {**heatmap_text, "title": titles[name]}
+        cells = tables.weights_matrix(*setting, matrix)
+        chart(charts.weights_heatmap, df, matrix, labels, vmax, name=f"weights_{name}", data=cells, where=column)
     same = s["weights_gap"] <= s["weights_tolerance"]
     st.caption(
         t("equivariance.weights_caption", vmax=vmax, gap=sci(s["weights_gap"], 1))
@@ -184,10 +184,10 @@ with right:
         t("equivariance.projection.formula_caption"),
     )
     with friendly_errors(t("equivariance.errors.projection")):
-        for key, result in projection_claims(n, d, seed()).items():  # judged on the tokens of the metrics beside
+        for key, result in tables.projection_claims(n, d, seed()).items():  # judged on the tokens of the metrics beside
             notes_claim(key, result=result)
 with left, friendly_errors(t("equivariance.errors.projection")):
-    cells, sym = shared_projection(n, d, seed())
+    cells, sym = tables.shared_projection(n, d, seed())
     m1, m2, m3 = st.columns(3)
     m1.metric(t("equivariance.projection.separate"), f"{sym['separate']['scores']:.3g}")
     m2.metric(t("equivariance.projection.shared"), f"{sym['shared']['scores']:.3g}")
@@ -196,8 +196,17 @@ with left, friendly_errors(t("equivariance.errors.projection")):
     text = td("equivariance.charts.projection")
     for column, matrix in zip(st.columns(2), ("separate", "shared"), strict=True):
         title = t(f"equivariance.projection.titles.{matrix}")
-        figure = spec_of(charts.projection_heatmap, cells, matrix, "score", {**text, "title": title}, limit)
-        chart(figure, cells[cells.matrix == matrix], f"scores_{matrix}", where=column)
+        chart(
+            charts.projection_heatmap,
+            cells,
+            matrix,
+            "score",
+            {**text, "title": title},
+            limit,
+            name=f"scores_{matrix}",
+            data=tables.projection_matrix(n, d, seed(), matrix),
+            where=column,
+        )
     st.caption(
         t(
             "equivariance.projection.caption",

@@ -8,6 +8,8 @@ Self-attention on tokens X (n, d) drawn from the seed, with random projections f
 Permuting the tokens, P X = X[perm], gives Attention(P X) = P Attention(X) exactly in real arithmetic:
 W acts on features and P on tokens, so (P X) W = P (X W), and softmax(P S P^T) = P softmax(S) P^T.
 A causal mask or PE is tied to positions, not tokens, and breaks the identity.
+
+The functions the page calls keep their results for the whole server (@cached), shared and read-only.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from attn_core.naive import masked_softmax, naive_attention
 from attn_core.positional import sinusoidal_encoding
 from attn_core.symmetry import make_permutation, parse_permutation, permutation_matrix
 from explorer import notes
+from explorer.ui.cache import cached
 
 PERMUTATION_CHOICES = ("random", "reverse", "cyclic", "typed")
 PRECISIONS = {"float64": torch.float64, "float32": torch.float32}
@@ -102,6 +105,7 @@ def _setup(n: int, d: int, perm: tuple[int, ...], seed: int, precision: str):
     return x, w, max_abs_v, causal_mask(n), sinusoidal_encoding(n, d).to(x.dtype)
 
 
+@cached(64)
 def weights_views(n: int, d: int, perm: tuple[int, ...], causal: bool, positional: bool, seed: int, precision: str):
     """The three weight matrices side by side, and the equivariance error of this variant.
 
@@ -135,6 +139,16 @@ def weights_views(n: int, d: int, perm: tuple[int, ...], causal: bool, positiona
     return pd.concat(frames, ignore_index=True), summary
 
 
+@cached(64)
+def weights_matrix(
+    n: int, d: int, perm: tuple[int, ...], causal: bool, positional: bool, seed: int, precision: str, matrix: str
+) -> pd.DataFrame:
+    """The cells of one matrix of weights_views ("A", "A′" or "P A Pᵀ"), as its chart exports them."""
+    df, _ = weights_views(n, d, perm, causal, positional, seed, precision)
+    return df[df.matrix == matrix]
+
+
+@cached(64)
 def variant_errors(n: int, d: int, perm: tuple[int, ...], seed: int, precision: str) -> pd.DataFrame:
     """max |Attention(P X) - P Attention(X)| for plain, causal, positional and both, ready for a log axis.
 
@@ -161,6 +175,7 @@ def variant_errors(n: int, d: int, perm: tuple[int, ...], seed: int, precision: 
     return pd.DataFrame(rows)
 
 
+@cached(64)
 def shared_projection(n: int, d: int, seed: int) -> tuple[pd.DataFrame, dict]:
     """The page's tokens scored with separate W_q, W_k and with one shared W = W_q, in float64.
 
@@ -187,9 +202,23 @@ def shared_projection(n: int, d: int, seed: int) -> tuple[pd.DataFrame, dict]:
     return pd.concat(frames, ignore_index=True), stats
 
 
+@cached(64)
+def variant_rows(n: int, d: int, perm: tuple[int, ...], seed: int, precision: str) -> pd.DataFrame:
+    """variant_errors as its chart exports them: without `shown`, the error clipped for the log axis."""
+    return variant_errors(n, d, perm, seed, precision).drop(columns="shown")
+
+
+@cached(64)
+def projection_matrix(n: int, d: int, seed: int, matrix: str) -> pd.DataFrame:
+    """The cells of one matrix of shared_projection ("separate" or "shared"), as its chart exports them."""
+    cells, _ = shared_projection(n, d, seed)
+    return cells[cells.matrix == matrix]
+
+
 PROJECTION_CLAIMS = ("shared_symmetric", "shared_equivalent", "qk_kq")
 
 
+@cached(64)
 def projection_claims(n: int, d: int, seed: int) -> dict[str, notes.Result]:
     """The notes' claims about shared projections judged on the page's own tokens: the cards quote its metrics."""
     _, stats = shared_projection(n, d, seed)
@@ -202,6 +231,7 @@ def projection_claims(n: int, d: int, seed: int) -> dict[str, notes.Result]:
     return {key: notes.judge_projections(key, facts) for key in PROJECTION_CLAIMS}
 
 
+@cached(64)
 def plain_facts(errors: pd.DataFrame, perm: tuple[int, ...], max_abs_v: float, eps: float) -> dict:
     """What the variants' chart shows, for the sentences beside it: the plain error (in ulps of max|V| too), whether
     P is the identity, and how many of the variants with a mask or encodings break the symmetry, the largest error."""
