@@ -5,21 +5,10 @@ import streamlit as st
 
 from explorer.charts import geometry as charts
 from explorer.tables import geometry as tables
-from explorer.ui import state as controls
-from explorer.ui.frame import (
-    chart,
-    formula,
-    friendly_errors,
-    header,
-    notice,
-    predict_first,
-    section,
-    seed,
-    shared,
-    table,
-    wire,
-)
+from explorer.ui import state
+from explorer.ui.draw import chart
 from explorer.ui.i18n import t, td, tl
+from explorer.ui.page import formula, friendly_errors, header, notice, predict_first, section, seed
 
 PARITY_D = [2, 4, 8, 16, 32, 64, 128]
 HIDDEN = [4, 8, 16, 32, 64, 128]
@@ -28,43 +17,6 @@ HIDDEN = [4, 8, 16, 32, 64, 128]
 def sci(x: float) -> str:
     """A residual in exponent form, an exact 0 as 0 (0.0e+00 reads like a rounded small number)."""
     return "0" if x == 0 else f"{x:.1e}"
-
-
-# Each view caches its table and its finished chart spec by plain parameters (the chart's strings
-# included, so each language has its own entry), so a rerun redraws only the view whose control moved.
-@shared
-def hull_view(n_points: int, q_x: float, q_y: float, temperature: float, rng_seed: int, text: dict):
-    points, hull, summary = tables.hull_view(n_points, q_x, q_y, temperature, rng_seed)
-    return points, summary, wire(charts.hull_picture(points, hull, summary, (q_x, q_y), text))
-
-
-@shared
-def regression_view(n_samples: int, noise: float, bandwidth: float, rng_seed: int, text: dict, names: dict):
-    samples, curves, rmse = tables.regression_1d(n_samples, noise, bandwidth, rng_seed)
-    data = pd.concat([samples.assign(series="samples")[["series", "x", "y"]], curves], ignore_index=True)
-    return data, rmse, wire(charts.regression_curves(samples, curves, text, names))
-
-
-@shared
-def parity_view(d: int, hidden: int, rng_seed: int, text: dict, names: dict):
-    pairs, stats, params = tables.parity_samples(d, hidden, rng_seed)
-    return pairs, stats, params, wire(charts.parity_scatter(pairs, text, names))
-
-
-cosine_sweep = table(tables.cosine_variance_sweep, 8)
-
-
-@shared
-def cosine_view(d: int, rng_seed: int, hist_text: dict, sweep_text: dict):
-    bars, curve, stats = tables.cosine_histogram(d, tables.COS_PAIRS, rng_seed)
-    sweep = cosine_sweep(tables.COS_SWEEP_PAIRS, rng_seed)
-    return (
-        bars,
-        sweep,
-        stats,
-        wire(charts.cosine_histogram(bars, curve, hist_text)),
-        wire(charts.cosine_variance_loglog(sweep, d, sweep_text)),
-    )
 
 
 header(
@@ -86,18 +38,29 @@ def hull_and_weights() -> None:
     st.subheader(t("geometry.sections.hull"), anchor="hull")
     with st.container(border=True):
         c1, c2, c3, c4 = st.columns(4)
-        n_points = controls.slider(t("geometry.controls.n_points"), 3, 12, 6, 1, key="geo_n_points", where=c1)
-        q_x = controls.slider(t("geometry.controls.q_x"), -3.0, 3.0, 1.0, 0.1, key="geo_q_x", where=c2)
-        q_y = controls.slider(t("geometry.controls.q_y"), -3.0, 3.0, 0.5, 0.1, key="geo_q_y", where=c3)
-        temperature = controls.slider(
+        n_points = state.slider(t("geometry.controls.n_points"), 3, 12, 6, 1, key="geo_n_points", where=c1)
+        q_x = state.slider(t("geometry.controls.q_x"), -3.0, 3.0, 1.0, 0.1, key="geo_q_x", where=c2)
+        q_y = state.slider(t("geometry.controls.q_y"), -3.0, 3.0, 0.5, 0.1, key="geo_q_y", where=c3)
+        temperature = state.slider(
             t("geometry.controls.temperature"), 0.05, 5.0, 1.0, 0.05, key="geo_temperature", where=c4
         )
 
     summary = None  # stays None if the picture cannot be computed; the views below then skip their numbers
     left, right = st.columns([3, 2])
     with left, friendly_errors(t("geometry.errors.picture")):
-        points, summary, spec = hull_view(n_points, q_x, q_y, temperature, seed(), td("geometry.charts.hull"))
-        chart(spec, points, "hull_picture", width="content")
+        points, hull, summary = tables.hull_view(n_points, q_x, q_y, temperature, seed())
+        text = td("geometry.charts.hull")
+        chart(
+            charts.hull_picture,
+            points,
+            hull,
+            summary,
+            (q_x, q_y),
+            text,
+            name="hull_picture",
+            data=points,
+            width="content",
+        )
     with right:
         formula(r"o=\sum_{i=1}^{n}\alpha_i v_i,\qquad \alpha_i\ge 0,\quad \sum_{i=1}^{n}\alpha_i=1")
         formula(
@@ -163,17 +126,21 @@ def regression_1d() -> None:
     st.markdown(f"**{t('geometry.sections.regression_1d')}**")
     with st.container(border=True):
         r1, r2, r3 = st.columns(3)
-        bandwidth = controls.slider(
-            t("geometry.controls.bandwidth"), 0.05, 2.0, 0.3, 0.05, key="geo_bandwidth", where=r1
-        )
-        n_samples = controls.slider(t("geometry.controls.n_samples"), 5, 200, 40, 5, key="geo_n_samples", where=r2)
-        noise = controls.slider(t("geometry.controls.noise"), 0.0, 1.0, 0.3, 0.05, key="geo_noise", where=r3)
+        bandwidth = state.slider(t("geometry.controls.bandwidth"), 0.05, 2.0, 0.3, 0.05, key="geo_bandwidth", where=r1)
+        n_samples = state.slider(t("geometry.controls.n_samples"), 5, 200, 40, 5, key="geo_n_samples", where=r2)
+        noise = state.slider(t("geometry.controls.noise"), 0.0, 1.0, 0.3, 0.05, key="geo_noise", where=r3)
     left, right = st.columns([3, 2])
     with left, friendly_errors(t("geometry.errors.regression")):
-        curves, rmse, spec = regression_view(
-            n_samples, noise, bandwidth, seed(), td("geometry.charts.regression"), td("geometry.series.regression")
+        samples, curves, rmse = tables.regression_1d(n_samples, noise, bandwidth, seed())
+        chart(
+            charts.regression_curves,
+            samples,
+            curves,
+            td("geometry.charts.regression"),
+            td("geometry.series.regression"),
+            name="kernel_regression",
+            data=tables.regression_rows(n_samples, noise, bandwidth, seed()),
         )
-        chart(spec, curves, "kernel_regression")
         e1, e2 = st.columns(2)
         e1.metric(t("geometry.metrics.rmse_gaussian"), f"{rmse['gaussian']:.3f}", help=t("geometry.metrics.rmse_help"))
         e2.metric(
@@ -198,15 +165,14 @@ def parity() -> None:
     st.subheader(t("geometry.sections.parity"), anchor="parity")
     with st.container(border=True):
         p1, p2 = st.columns(2)
-        d = controls.select_slider(t("geometry.controls.parity_d"), PARITY_D, 16, key="geo_parity_d", where=p1)
-        hidden = controls.select_slider(t("geometry.controls.hidden"), HIDDEN, 32, key="geo_hidden", where=p2)
+        d = state.select_slider(t("geometry.controls.parity_d"), PARITY_D, 16, key="geo_parity_d", where=p1)
+        hidden = state.select_slider(t("geometry.controls.hidden"), HIDDEN, 32, key="geo_hidden", where=p2)
     params = None
     left, right = st.columns([3, 2])
     with left, friendly_errors(t("geometry.errors.parity")):
-        pairs, parity, params, spec = parity_view(
-            d, hidden, seed(), td("geometry.charts.parity"), td("geometry.series.parity")
-        )
-        chart(spec, pairs, "parity_scatter")
+        pairs, parity, params = tables.parity_samples(d, hidden, seed())
+        text, names = td("geometry.charts.parity"), td("geometry.series.parity")
+        chart(charts.parity_scatter, pairs, text, names, name="parity_scatter", data=pairs)
         o1, o2 = st.columns(2)
         o1.metric(t("geometry.metrics.odd"), sci(parity["additive"]["odd"]), help="max |e(−q,−k) + e(q,k)|")
         o2.metric(t("geometry.metrics.even"), sci(parity["dot product"]["even"]), help="max |s(−q,−k) − s(q,k)|")
@@ -235,14 +201,15 @@ def cosine() -> None:
     """Cosines of random directions: their variance 1/d."""
     st.subheader(t("geometry.sections.cosine"), anchor="cosine")
     with st.container(border=True):
-        d_cos = controls.select_slider(t("geometry.controls.cos_d"), list(tables.COS_D_SWEEP), 64, key="geo_cos_d")
+        d_cos = state.select_slider(t("geometry.controls.cos_d"), list(tables.COS_D_SWEEP), 64, key="geo_cos_d")
     left, right = st.columns(2)
     with friendly_errors(t("geometry.errors.cosine")):
-        bars, sweep, cos_stats, hist_spec, sweep_spec = cosine_view(
-            d_cos, seed(), td("geometry.charts.cosine", d=d_cos), td("geometry.charts.cosine_sweep")
-        )
-        chart(hist_spec, bars, "cosine_histogram", where=left)
-        chart(sweep_spec, sweep, "cosine_variance", where=right)
+        bars, curve, cos_stats = tables.cosine_histogram(d_cos, tables.COS_PAIRS, seed())
+        sweep = tables.cosine_variance_sweep(tables.COS_SWEEP_PAIRS, seed())
+        hist_text = td("geometry.charts.cosine", d=d_cos)
+        chart(charts.cosine_histogram, bars, curve, hist_text, name="cosine_histogram", data=bars, where=left)
+        sweep_text = td("geometry.charts.cosine_sweep")
+        chart(charts.cosine_variance_loglog, sweep, d_cos, sweep_text, name="cosine_variance", data=sweep, where=right)
         f_col, m1, m2 = st.columns([2, 1, 1])
         f_col.latex(r"\mathrm{E}\cos\theta=0,\qquad \mathrm{Var}\cos\theta=\frac{1}{d}")
         m1.metric(

@@ -3,6 +3,8 @@
 output = sum_i alpha_i v_i,  alpha_i >= 0,  sum_i alpha_i = 1   ->  output lies in the convex hull of the v_i
 alpha_i = exp(q.k_i / (sqrt(d) T)) / sum_j exp(q.k_j / (sqrt(d) T))  =  Nadaraya-Watson, exponential kernel
 
+The functions the page calls keep their results for the whole server (@cached), shared and read-only.
+
 The functions that compute with torch run on one CPU thread (one_thread): their tensors are small, and on a busy
 server a second OpenMP thread spins for a core other sessions hold (benchmarks/first_visit_tables.md).
 """
@@ -21,6 +23,7 @@ from attn_core.learn.threads import one_thread
 from attn_core.naive import naive_attention
 from attn_core.regression import AdditiveAttention, nadaraya_watson, parameter_count
 from attn_core.stats import cosine_similarity_samples, score_statistics
+from explorer.ui.cache import cached
 
 COS_D_SWEEP = tuple(2**i for i in range(1, 11))  # 2 .. 1024
 COS_BINS = 50
@@ -101,6 +104,7 @@ def value_points(n_points: int, seed: int) -> np.ndarray:
     return torch.randn(n_points, 2, generator=gen, dtype=torch.float64).numpy()
 
 
+@cached(64)
 @one_thread()
 def hull_view(n_points: int, q_x: float, q_y: float, temperature: float, seed: int):
     """Everything the 2-D picture shows, with the keys equal to the values.
@@ -149,6 +153,7 @@ def target_function(x: np.ndarray) -> np.ndarray:
     return np.sin(2 * x) + 0.3 * x
 
 
+@cached(64)
 @one_thread()
 def regression_1d(n_samples: int, noise: float, bandwidth: float, seed: int):
     """Noisy samples of sin(2x) + 0.3x and the Nadaraya-Watson curves of both kernels.
@@ -177,6 +182,13 @@ def regression_1d(n_samples: int, noise: float, bandwidth: float, seed: int):
     return samples, pd.concat(curves, ignore_index=True), rmse
 
 
+@cached(64)
+def regression_rows(n_samples: int, noise: float, bandwidth: float, seed: int) -> pd.DataFrame:
+    """regression_1d's samples and curves in one frame, as its chart exports them: columns series, x, y."""
+    samples, curves, _ = regression_1d(n_samples, noise, bandwidth, seed)
+    return pd.concat([samples.assign(series="samples")[["series", "x", "y"]], curves], ignore_index=True)
+
+
 # 4. Parity: a dot product is even in (q, k), tanh makes the additive score odd.
 
 
@@ -189,6 +201,7 @@ def _additive(d: int, hidden: int, gen: torch.Generator) -> AdditiveAttention:
     return module
 
 
+@cached(64)
 @one_thread()
 def parity_samples(d: int, hidden: int, seed: int, n_pairs: int = PARITY_PAIRS):
     """score(q, k) against score(-q, -k) for random pairs, additive and scaled dot-product.
@@ -233,6 +246,7 @@ def cosine_density(t: np.ndarray, d: int) -> np.ndarray:
         return c * np.power(np.clip(1 - np.asarray(t, dtype=np.float64) ** 2, 0, None), (d - 3) / 2)
 
 
+@cached(64)
 @one_thread()
 def cosine_histogram(d: int, n_pairs: int, seed: int):
     """Histogram density of cos(theta) for n_pairs random pairs in d dimensions, and the exact density.
@@ -258,6 +272,7 @@ def three_sd_band(cos: torch.Tensor, d: int) -> dict[str, float]:
     return {"band": band, "within": within, "degrees": math.degrees(math.asin(band)) if band < 1 else math.nan}
 
 
+@cached(8)
 @one_thread()
 def cosine_variance_sweep(n_pairs: int, seed: int) -> pd.DataFrame:
     """Measured Var cos(theta) with its standard error against the theory 1/d, for d = 2 .. 1024."""

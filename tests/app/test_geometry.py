@@ -7,7 +7,7 @@ from app_helpers import assert_clean, metric, open_link
 
 from attn_core.stats import cosine_similarity_samples
 from explorer.tables import geometry as tables
-from explorer.ui.frame import DEFAULT_SEED
+from explorer.ui.page import DEFAULT_SEED
 
 PAGE = "views/geometry.py"
 
