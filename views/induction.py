@@ -2,22 +2,10 @@ import streamlit as st
 
 from explorer.charts import induction as charts
 from explorer.tables import induction as tables
-from explorer.ui import state as controls
-from explorer.ui import training
-from explorer.ui.frame import (
-    anchor_of,
-    chart,
-    formula,
-    friendly_errors,
-    header,
-    notice,
-    predict_first,
-    section,
-    seed,
-    spec_of,
-    store,
-)
+from explorer.ui import state, training
+from explorer.ui.draw import chart
 from explorer.ui.i18n import t, td
+from explorer.ui.page import anchor_of, formula, friendly_errors, header, notice, predict_first, section, seed
 from explorer.ui.player import Player
 
 PLAYER = Player("ind_snapshot", "_ind_playing", "ind")
@@ -28,34 +16,11 @@ MAPS = ("two:0", "two:1", "one:0")  # which model's layer the probe maps show
 names = td("induction.names")
 
 
-# Kept for the whole server in stores, not with st.cache_*: a decorator written in the page runs with it on every
-# rerun, making the cached function again and reading its source.
-_untrained = store("induction.untrained", 16)  # per entry two step-0 models: well under a megabyte
-
-
-def untrained(steps, seed_value):
-    """Both models as initialised (step-0 snapshots, no update): what a plain view shows, shared, read-only."""
-    return _untrained.get_once(
-        (steps, seed_value), lambda: tables.untrained_pair(tables.pair_config(steps, seed_value))
-    )
-
-
-_tables = store("induction.tables", 128)  # a run's frames: curves, grids, maps (<= 0.3 MB each), knockouts
-
-
-def kept(what: str, run_id: tuple, build):
-    """build() once per run and input for the whole server (results are read, never changed)."""
-    return _tables.get_once((what, *run_id), build)
-
-
-def loss_section(pair, run_id, step) -> None:
+def loss_section(pair, step) -> None:
     left, right = st.columns([3, 2])
-    df = kept("losses", run_id, lambda: tables.loss_curves(pair))
-    phases = kept("phases", run_id, lambda: tables.phase_changes(pair))
+    df, phases, falls = tables.loss_view(pair)
     text = td("induction.charts.loss")
-    figure = spec_of(charts.losses, df, step, phases, text, names, data_key=(run_id, "losses"))
-    chart(figure, df, "induction_losses", where=left)
-    falls = kept("falls", run_id, lambda: tables.phase_falls(pair))
+    chart(charts.losses, df, step, phases, text, names, name="induction_losses", data=df, where=left)
     trained = len(tables.run_steps(pair.two)) > 1
     left.caption(phase_caption(phases, falls) if trained else t("induction.phase_untrained"))
     with right:
@@ -91,21 +56,21 @@ def snapshots_section(pair, run_id) -> None:
     """The snapshot slider; the losses, the score grid of both models and the probe maps at that snapshot."""
     st.subheader(t("induction.sections.losses"), anchor=anchor_of("induction.sections.losses"))
     step = snapshot_step(pair, run_id)
-    loss_section(pair, run_id, step)
-    scores_part(pair, run_id, step)
+    loss_section(pair, step)
+    scores_part(pair, step)
 
 
-def scores_part(pair, run_id, step) -> None:
+def scores_part(pair, step) -> None:
     st.subheader(t("induction.sections.scores"), anchor=anchor_of("induction.sections.scores"))
-    cells = kept("scores", (*run_id, step), lambda: tables.score_cells(pair, step))
+    cells = tables.score_cells(pair, step)
     rows = {
         f"{m}:{layer}": t("induction.row", model=names[m], layer=layer)
         for m in tables.MODELS
         for layer in range(tables.LAYERS[m])
     }
     text = td("induction.charts.grid") | {"title": t("induction.charts.grid.title", step=step)}
-    figure = spec_of(charts.score_grid, cells, text, td("induction.scores"), rows, data_key=(run_id, step, "grid"))
-    chart(figure, cells[["model", "layer", "head", "score", "value"]], "induction_scores")
+    columns = cells[["model", "layer", "head", "score", "value"]]
+    chart(charts.score_grid, cells, text, td("induction.scores"), rows, name="induction_scores", data=columns)
     left, right = st.columns([3, 2])
     with right:
         formula(r"s^{\text{prev}}_h=\frac{1}{n-1}\sum_{i\ge 1}A_{i,\,i-1}", t("induction.prev_caption"))
@@ -115,22 +80,21 @@ def scores_part(pair, run_id, step) -> None:
         )
         notice(notes(pair, step))
     with left:
-        maps_part(pair, run_id, step)
+        maps_part(pair, step)
 
 
-def maps_part(pair, run_id, step) -> None:
-    which = controls.segmented_control(
+def maps_part(pair, step) -> None:
+    which = state.segmented_control(
         t("induction.controls.map"), list(MAPS), "two:1", key="ind_map", format_func=map_name
     )
     model, layer = (which or "two:1").split(":")
     result = getattr(pair, model)
     index = tables.index_at(result, step)
     layer = int(layer)
-    cells = kept("map", (*run_id, model, index, layer), lambda: tables.map_cells(result, index, layer))
+    cells = tables.probe_cells(pair, model, index, layer)
     text = td("induction.charts.map") | {"title": t("induction.charts.map.title", name=map_name(which or "two:1"))}
     n = result.config.seq_len
-    figure = spec_of(charts.probe_maps, cells, n, text, data_key=(run_id, model, index, layer))
-    chart(figure, cells, f"induction_map_{model}_{layer}")
+    chart(charts.probe_maps, cells, n, text, name=f"induction_map_{model}_{layer}", data=cells)
     segment = result.config.max_segment  # probe_sequence: one segment of max_segment tokens, then its copies
     st.caption(t("induction.map_caption", n=n, segment=segment, lag=segment - 1))
 
@@ -156,11 +120,11 @@ def notes(pair, step) -> list[str]:
     return points
 
 
-def knockout_section(pair, run_id) -> None:
+def knockout_section(pair) -> None:
     st.subheader(t("induction.sections.knockout"), anchor=anchor_of("induction.sections.knockout"))
     result = pair.two
     left, right = st.columns([2, 3])
-    heads = controls.multiselect(
+    heads = state.multiselect(
         t("induction.controls.heads"),
         tables.head_options(result.config),
         [],
@@ -169,20 +133,19 @@ def knockout_section(pair, run_id) -> None:
         placeholder=t("induction.controls.heads_placeholder"),
     )
     modes = td("induction.modes")
-    mode = controls.radio(
+    mode = state.radio(
         t("induction.controls.mode"), list(tables.MODES), "zero", key="ind_mode", where=left,
         format_func=modes.get, horizontal=True, help=t("induction.controls.mode_help"),
     )  # fmt: skip
     chosen = tuple(sorted(heads))
-    table = kept("knockout", (*run_id, chosen, mode), lambda: tables.knockout_table(result, chosen, mode))
+    table = tables.knockouts(pair, chosen, mode)
     last = result.snapshots[-1].step  # knockouts use the kept final weights, not the slider's snapshot
     left.markdown(knockout_text(table, chosen, last))
     shown = table.round(3).assign(split=table["split"].map(names))
     left.dataframe(shown, hide_index=True, column_config=td("induction.knockout_columns"))
-    singles = kept("singles", (*run_id, mode), lambda: tables.single_knockouts(result, mode))
+    singles = tables.head_knockouts(pair, mode)
     text = td("induction.charts.knockout")
-    figure = spec_of(charts.knockouts, singles, text, names, data_key=(run_id, mode, "singles"))
-    chart(figure, singles, "induction_knockouts", where=right)
+    chart(charts.knockouts, singles, text, names, name="induction_knockouts", data=singles, where=right)
     right.caption(t("induction.knockout_caption", step=last))
 
 
@@ -200,7 +163,7 @@ predict_first(t("induction.question"), t("induction.answer"))
 with st.container(border=True):
     c1, c2 = st.columns([4, 1], vertical_alignment="bottom")
     steps_label = t("induction.controls.steps")
-    steps = controls.select_slider(steps_label, list(tables.STEPS), tables.DEFAULT_STEPS, key="ind_steps", where=c1)
+    steps = state.select_slider(steps_label, list(tables.STEPS), tables.DEFAULT_STEPS, key="ind_steps", where=c1)
     train = t("induction.controls.train")
     clicked = c2.button(train, type="primary", icon=":material/model_training:", key="ind_train")
     st.caption(t("induction.controls_caption"))
@@ -221,7 +184,7 @@ pair = training.trained(
 
 if pair is None:
     st.info(t("induction.untrained"), icon=":material/info:")
-    shown, run_id = untrained(*settings), ("untrained", *settings)
+    shown, run_id = tables.untrained(*settings), ("untrained", *settings)
 else:
     if not tables.complete(pair):
         st.warning(t("induction.budget_hit", seconds=tables.TIME_BUDGET_S), icon=":material/timer_off:")
@@ -238,4 +201,4 @@ with friendly_errors(t("induction.sections.knockout")):
         st.subheader(t("induction.sections.knockout"), anchor=anchor_of("induction.sections.knockout"))
         st.info(t("induction.knockout_untrained"), icon=":material/info:")
     else:
-        section(knockout_section)(pair, run_id)
+        section(knockout_section)(pair)

@@ -3,77 +3,37 @@ import streamlit as st
 from attn_core.learn import train
 from explorer.charts import learning as charts
 from explorer.tables import learning as tables
-from explorer.ui import state as controls
-from explorer.ui import training
-from explorer.ui.frame import (
-    chart,
-    formula,
-    friendly_errors,
-    header,
-    literal,
-    notice,
-    predict_first,
-    section,
-    seed,
-    spec_of,
-    store,
-)
+from explorer.ui import state, training
+from explorer.ui.draw import chart
 from explorer.ui.i18n import t, td, tl
+from explorer.ui.page import formula, friendly_errors, header, literal, notice, predict_first, section, seed
 from explorer.ui.player import Player
 
 MAX_INPUT = 120  # characters: 17 tokens of recall's longest words with room to spare
 PLAYER = Player("learn_snapshot", "_learn_playing", "learn")
 KEPT = "_learn_kept"  # (key, result) of this session's last run cut short by the time budget (not shared)
-LOSSES = ["train_loss", "heldout_loss"]
-SCORES = ["train_accuracy", "heldout_accuracy", "best_alignment_mass"]
 
 task_names = td("learning.tasks")
 metric_names = td("learning.metrics")
 
 
-# Kept for the whole server in stores of their own, not with st.cache_*: their decorators, run with the page on
-# every rerun, made the cached functions again and read their source each time.
-_untrained_runs = store("learning.untrained", 8)  # a model of d_model 256 and 2 layers holds ~4 MB
-_curve_frames = store("learning.curve_frames", 32)
-
-
-def untrained_run(task, d_model, heads, layers, lr, steps, scaled, seed_value):
-    """The model as initialised (one forward and backward, no update): cheap, shared by the server, read-only."""
-    settings = (task, d_model, heads, layers, lr, steps, scaled, seed_value)
-    return _untrained_runs.get_once(settings, lambda: tables.untrained(tables.learn_config(*settings)))
-
-
-def curve_frames(result, key):
-    """The run `key`'s curves, long for each chart and as each chart's CSV columns (shared: callers only read)."""
-
-    def build():
-        df = tables.curves(result)
-        losses, scores = tables.long_curves(df, LOSSES), tables.long_curves(df, SCORES)
-        return losses, scores, df[["step", *LOSSES]], df[["step", *SCORES]]
-
-    return _curve_frames.get_once(key, build)
-
-
-def attention_maps(result, index, key, where=st) -> None:
+def attention_maps(result, index, where=st) -> None:
     """The attention maps of snapshot `index`, one chart per attention, heads side by side with the right alignment."""
     cfg = result.config
-    weights = tables.snapshot_weights(result, index)
-    alignment = tables.right_alignment(cfg)
     where.caption(t("learning.maps_caption", sequence=tables.example_input(cfg), n=cfg.eval_size))
-    for name in sorted(weights, key=lambda n: (n.startswith("cross"), n)):
-        cells = tables.attention_cells(weights, cfg, name, alignment)
+    for name in tables.map_names(result):
+        cells = tables.snapshot_cells(result, index, name)
         kind = "cross" if name.startswith("cross") else "self"
         text = td("learning.charts.maps") | {"title": t(f"learning.charts.maps.title_{kind}", layer=name[-1])}
         if kind == "self":
             text |= {"query": t("learning.charts.maps.key")}
-        figure = spec_of(charts.attention_panels, cells, text, data_key=(key, index, name))
-        chart(figure, cells, f"learning_attention_{name}", where=where)
+        chart(charts.attention_panels, cells, text, name=f"learning_attention_{name}", data=cells, where=where)
 
 
-def snapshot_section(result, key) -> None:
+def snapshot_section(result, run_id) -> None:
     """The snapshot slider, the maps and curves at that snapshot; while playing, one step further every PLAY_S."""
     steps = [s.step for s in result.snapshots]
-    step = PLAYER.slider(key, steps, t("learning.controls.snapshot"), t("learning.controls.snapshot_help"))
+    step = PLAYER.slider(run_id, steps, t("learning.controls.snapshot"), t("learning.controls.snapshot_help"))
     index = steps.index(step)
     snap = result.snapshots[index]
     row = st.container(horizontal=True, gap="medium")  # wraps where the column is narrow (projector mode)
@@ -83,22 +43,38 @@ def snapshot_section(result, key) -> None:
     row.metric(metric_names["best_alignment_mass"], mass, help=t("learning.mass_help"), width="content")
     entropy = tables.map_stats(tables.snapshot_weights(result, index))["entropy"]
     row.metric(t("learning.metrics.entropy"), f"{entropy:.2f}", help=t("learning.entropy_help"), width="content")
-    attention_maps(result, index, key)
-    losses, scores, loss_rows, score_rows = curve_frames(result, key)
+    attention_maps(result, index)
+    losses, scores, loss_rows, score_rows = tables.curve_frames(result)
     loss_text = td("learning.charts.loss", chance=tables.chance_loss(result.config))
     accuracy_text = td("learning.charts.accuracy")
-    names = {k: metric_names[k] for k in LOSSES}
-    spec = spec_of(charts.training_curves, losses, step, loss_text, names, unit_interval=False, data_key=(key, 1))
-    chart(spec, loss_rows, "learning_loss")
-    names = {k: metric_names[k] for k in SCORES}
-    spec = spec_of(charts.training_curves, scores, step, accuracy_text, names, unit_interval=True, data_key=(key, 2))
-    chart(spec, score_rows, "learning_accuracy")
+    names = {k: metric_names[k] for k in tables.LOSSES}
+    chart(
+        charts.training_curves,
+        losses,
+        step,
+        loss_text,
+        names,
+        unit_interval=False,
+        name="learning_loss",
+        data=loss_rows,
+    )
+    names = {k: metric_names[k] for k in tables.SCORES}
+    chart(
+        charts.training_curves,
+        scores,
+        step,
+        accuracy_text,
+        names,
+        unit_interval=True,
+        name="learning_accuracy",
+        data=score_rows,
+    )
 
 
 def start_notice(result, settings) -> list[str]:
     """What to look for, the first point chosen by the step-0 numbers of these settings (blur or already peaked)."""
     try:
-        start = result.snapshots[0] if result is not None else untrained_run(*settings).snapshots[0]
+        start = result.snapshots[0] if result is not None else tables.untrained_run(*settings).snapshots[0]
     except ValueError:  # settings the page refuses: the left column says why
         return tl("learning.notice")
     uniform = 1 / start.attention["cross1"].shape[-1]
@@ -119,13 +95,13 @@ def trained_box(result) -> None:
 
 
 def read_input(result, text: str):
-    """(the model's answer, None), or (None, what is wrong, as safe Markdown in the viewer's language)."""
+    """((answer table, attention cells), None), or (None, what is wrong, as safe Markdown in the viewer's language)."""
     problem = tables.input_problem(result.config, text)
     if problem is not None:
         kind, fields = problem
         return None, t(f"learning.own.problems.{kind}", **{k: literal(v) for k, v in fields.items()})
     try:
-        return tables.own_input(result, text), None
+        return tables.own_answer(result, text), None
     except ValueError as err:  # the task's own rules (recall's distinct keys, say): attn_core's words, escaped
         return None, literal(err)
 
@@ -135,7 +111,7 @@ def own_input_section(result) -> None:
     st.subheader(t("learning.sections.own"))
     words = tables.task_words(cfg)
     example = tables.example_input(cfg)
-    text = controls.text_input(
+    text = state.text_input(
         t("learning.controls.own", n=result.task.input_len),
         "",
         max_chars=MAX_INPUT,
@@ -151,23 +127,24 @@ def own_input_section(result) -> None:
     if answer is None:
         st.warning(t("learning.own.bad", n=result.task.input_len, words=words) + " " + problem, icon=":material/error:")
         return
-    table, attention, alignment = answer
+    table, cells = answer
     left, right = st.columns([2, 3])
     right_count = int(table["right"].sum())
     left.markdown(t("learning.own.score", right=right_count, n=len(table)))
     left.dataframe(table, hide_index=True, column_config=td("learning.own.columns"))
-    cells = tables.own_cells(result, text, attention, alignment)
     text_ = td("learning.charts.maps") | {"title": t("learning.charts.maps.title_own")}
-    chart(charts.attention_panels(cells, text_), cells, "learning_own_attention", where=right)
+    chart(charts.attention_panels, cells, text_, name="learning_own_attention", data=cells, where=right)
 
 
 header(t("learning.title"), t("learning.lede"))
 DEFAULTS = ("reverse", 64, 1, 1, tables.AUTO, 300, True)  # the controls' defaults, which the question is about
-predict_first(t("learning.question"), t("learning.answer", weight=untrained_run(*DEFAULTS, seed()).final.max_weight))
+predict_first(
+    t("learning.question"), t("learning.answer", weight=tables.untrained_run(*DEFAULTS, seed()).final.max_weight)
+)
 
 with st.container(border=True):
     c1, c2, c3, c4 = st.columns([3, 3, 2, 2])
-    task = controls.selectbox(
+    task = state.selectbox(
         t("learning.controls.task"),
         list(tables.TASKS),
         "reverse",
@@ -175,11 +152,11 @@ with st.container(border=True):
         where=c1,
         format_func=task_names.get,
     )
-    d_model = controls.select_slider("d_model", list(tables.D_MODELS), 64, key="learn_d_model", where=c2)
-    heads = controls.select_slider(t("learning.controls.heads"), list(tables.HEADS), 1, key="learn_heads", where=c3)
-    layers = controls.select_slider(t("learning.controls.layers"), list(tables.LAYERS), 1, key="learn_layers", where=c4)
+    d_model = state.select_slider("d_model", list(tables.D_MODELS), 64, key="learn_d_model", where=c2)
+    heads = state.select_slider(t("learning.controls.heads"), list(tables.HEADS), 1, key="learn_heads", where=c3)
+    layers = state.select_slider(t("learning.controls.layers"), list(tables.LAYERS), 1, key="learn_layers", where=c4)
     c5, c6, c7, c8 = st.columns([3, 3, 2, 2], vertical_alignment="bottom")
-    lr = controls.select_slider(
+    lr = state.select_slider(
         t("learning.controls.lr"),
         list(tables.LRS),
         tables.AUTO,
@@ -188,8 +165,8 @@ with st.container(border=True):
         format_func=lambda v: t("learning.controls.lr_auto") if v == tables.AUTO else f"{v:g}",
         help=t("learning.controls.lr_help"),
     )
-    steps = controls.select_slider(t("learning.controls.steps"), list(tables.STEPS), 300, key="learn_steps", where=c6)
-    scaled = controls.toggle(
+    steps = state.select_slider(t("learning.controls.steps"), list(tables.STEPS), 300, key="learn_steps", where=c6)
+    scaled = state.toggle(
         t("learning.controls.scaled"), True, key="learn_scaled", where=c7, help=t("learning.controls.scaled_help")
     )
     clicked = c8.button(
@@ -224,7 +201,7 @@ with left:
     if result is None:
         with friendly_errors(t("learning.sections.untrained")):
             st.info(t("learning.untrained"), icon=":material/info:")
-            start = untrained_run(*settings)
+            start = tables.untrained_run(*settings)
             snap = start.snapshots[0]
             shown = tables.map_stats(tables.snapshot_weights(start, 0))
             row = st.container(horizontal=True, gap="medium")  # labels whole: three columns cut the third
@@ -233,7 +210,7 @@ with left:
             row.metric(metric_names["best_alignment_mass"], mass, help=t("learning.mass_help"), width="content")
             entropy = f"{shown['entropy']:.2f}"
             row.metric(t("learning.metrics.entropy"), entropy, help=t("learning.entropy_help"), width="content")
-            attention_maps(start, 0, ("untrained", *settings))
+            attention_maps(start, 0)
     else:
         f = result.final
         if result.diverged:
@@ -249,4 +226,4 @@ with left:
             section(snapshot_section, run_every=PLAYER.run_every(run_id))(result, run_id)
 
 with friendly_errors(t("learning.sections.own")):
-    own_input_section(result if result is not None else untrained_run(*settings))
+    own_input_section(result if result is not None else tables.untrained_run(*settings))

@@ -1,5 +1,4 @@
 import math
-from dataclasses import replace
 
 import pandas as pd
 import streamlit as st
@@ -7,21 +6,10 @@ import streamlit as st
 from attn_core.learn import compare_scaling
 from explorer.charts import learning as charts
 from explorer.tables import learning as tables
-from explorer.ui import state as controls
-from explorer.ui import training
-from explorer.ui.frame import (
-    chart,
-    formula,
-    friendly_errors,
-    header,
-    notice,
-    predict_first,
-    seed,
-    spec_of,
-    store,
-    table,
-)
+from explorer.ui import state, training
+from explorer.ui.draw import chart
 from explorer.ui.i18n import t, td, tl
+from explorer.ui.page import formula, friendly_errors, header, notice, predict_first, seed
 
 BUDGET_S = 2 * tables.TIME_BUDGET_S  # two runs
 KEPT = "_scale_kept"
@@ -43,34 +31,6 @@ SUMMARY = [
 ]
 task_names = td("learning.tasks")
 names = td("learning_scale.series")
-init_variance = table(tables.init_variance, 8)
-
-
-# Kept for the whole server in stores of their own (a pair of step-0 snapshots is ~130 kB at d_k 256), not with
-# st.cache_*: their decorators, run with the page on every rerun, read the function's source each time.
-_untrained_pairs = store("learning_scale.untrained", 16)
-_run_frames = store("learning_scale.run_frames", 16)
-
-
-def untrained_pair(task, d_k, init_scale, steps, seed_value):
-    """Both models at initialisation (identical weights; only the scale differs): step-0 snapshots, cheap."""
-
-    def build():
-        cfg = tables.scale_config(task, d_k, init_scale, steps, seed_value)
-        return tables.untrained(cfg).snapshots[0], tables.untrained(replace(cfg, scaled=False)).snapshots[0]
-
-    return _untrained_pairs.get_once((task, d_k, init_scale, steps, seed_value), build)
-
-
-def run_frames(both, key):
-    """Both runs' curves and summary, for the run named `key` (shared: callers only read them)."""
-
-    def build():
-        df = pd.concat([tables.curves(both.scaled, "scaled"), tables.curves(both.unscaled, "unscaled")])
-        df = df.assign(qk_var_per_d_k=df["qk_var"] / both.scaled.config.d_k).reset_index(drop=True)
-        return df, tables.scale_summary(both.scaled, both.unscaled)
-
-    return _run_frames.get_once(key, build)
 
 
 def complete(both) -> bool:
@@ -94,7 +54,7 @@ def start_metrics(scaled, unscaled, d_k) -> None:
 def start_notice(settings) -> list[str]:
     """What to look for, the first point chosen by the step-0 largest weights shown beside it."""
     try:
-        scaled, unscaled = untrained_pair(*settings)
+        scaled, unscaled = tables.untrained_pair(*settings)
     except ValueError:  # settings the page refuses: the left column says why
         return tl("learning_scale.notice")
     kind = "peaked" if unscaled.max_weight > tables.PEAKED else "spread"
@@ -127,7 +87,7 @@ predict_first(t("learning_scale.question"), t("learning_scale.answer"))
 
 with st.container(border=True):
     c1, c2, c3, c4, c5 = st.columns([3, 3, 2, 2, 2], vertical_alignment="bottom")
-    task = controls.selectbox(
+    task = state.selectbox(
         t("learning.controls.task"),
         list(tables.TASKS),
         "reverse",
@@ -135,8 +95,8 @@ with st.container(border=True):
         where=c1,
         format_func=task_names.get,
     )
-    d_k = controls.select_slider("d_k", list(tables.D_KS), 64, key="scale_d_k", where=c2)
-    init_scale = controls.select_slider(
+    d_k = state.select_slider("d_k", list(tables.D_KS), 64, key="scale_d_k", where=c2)
+    init_scale = state.select_slider(
         t("learning_scale.controls.init_scale"),
         list(tables.INIT_SCALES),
         2.0,
@@ -145,7 +105,7 @@ with st.container(border=True):
         format_func=lambda v: f"{v:g}",
         help=t("learning_scale.controls.init_scale_help"),
     )
-    steps = controls.select_slider(
+    steps = state.select_slider(
         t("learning.controls.steps"), list(tables.SCALE_STEPS), 300, key="scale_steps", where=c4
     )
     clicked = c5.button(
@@ -175,18 +135,11 @@ with right:
     notice(start_notice(settings))
 with left, friendly_errors(t("learning_scale.sections.start")):
     st.subheader(t("learning_scale.sections.start"))
-    s0, u0 = untrained_pair(*settings)
+    s0, u0 = tables.untrained_pair(*settings)
     start_metrics(s0, u0, d_k)
-    variance = init_variance(tables.D_KS, init_scale, task, seed()).assign(series="untrained")
-    if both is not None:
-        finals = [
-            {"d_k": d_k, "series": f"trained_{s}", "empirical": r.final.qk_var, "theory": d_k * init_scale**4}
-            for s, r in (("scaled", both.scaled), ("unscaled", both.unscaled))
-        ]
-        variance = pd.concat([variance, pd.DataFrame(finals)], ignore_index=True)
-    text = td("learning_scale.charts.variance", s=init_scale)
-    figure = spec_of(charts.variance_vs_d_k, variance, d_k, text, td("learning_scale.variance_series"))
-    chart(figure, variance, "scale_variance_vs_d_k")
+    variance = tables.variance_points(init_scale, task, seed(), d_k, both)
+    text, series = td("learning_scale.charts.variance", s=init_scale), td("learning_scale.variance_series")
+    chart(charts.variance_vs_d_k, variance, d_k, text, series, name="scale_variance_vs_d_k", data=variance)
     st.caption(t("learning_scale.variance_caption"))
 
 if both is None:
@@ -201,8 +154,7 @@ with friendly_errors(t("learning_scale.sections.training")):
         elif run.stopped:
             stopped_text = t("learning.budget_hit", step=run.final.step, seconds=BUDGET_S)
             st.warning(f"**{names[name]}**: " + stopped_text, icon=":material/timer_off:")
-    run_id = (*key, both.scaled.final.step, both.unscaled.final.step)  # a run cut short differs from a full one
-    df, summary = run_frames(both, run_id)
+    df, summary = tables.scale_frames(both)
     st.info(verdict(summary), icon=":material/insights:")  # two runs' facts, not a success: neither may learn
     panels = [
         ("train_loss", False, "loss"),
@@ -215,11 +167,13 @@ with friendly_errors(t("learning_scale.sections.training")):
     columns = st.columns(2)
     for i, (column, log, text_key) in enumerate(panels):
         text = td(f"learning_scale.charts.{text_key}") | td("learning_scale.charts.common")
-        figure = spec_of(charts.two_runs, df, column, text, names, log=log, data_key=(run_id, column))
-        chart(figure, df[["step", "series", column]], f"scale_{column}", where=columns[i % 2])
+        rows = df[["step", "series", column]]
+        chart(
+            charts.two_runs, df, column, text, names, log=log, name=f"scale_{column}", data=rows, where=columns[i % 2]
+        )
     text = td("learning_scale.charts.grad") | td("learning_scale.charts.common")
-    figure = spec_of(charts.gradient_norms, df, text, names, data_key=(run_id, "grad"))
-    chart(figure, df[["step", "series", "grad_norm_q", "grad_norm_k"]], "scale_grad_norms")
+    rows = df[["step", "series", "grad_norm_q", "grad_norm_k"]]
+    chart(charts.gradient_norms, df, text, names, name="scale_grad_norms", data=rows)
     st.caption(t("learning_scale.grad_caption"))
     st.markdown(t("learning_scale.summary_heading"))
     shown = summary[SUMMARY].assign(series=summary["series"].map(names))

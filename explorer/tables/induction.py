@@ -29,6 +29,7 @@ from attn_core.learn.induction import (
 )
 from attn_core.learn.threads import one_thread
 from explorer.tables.learning import TooMuchWork
+from explorer.ui.cache import cached
 
 STEPS = (40, 100, 200, 300, 400, 600, 800, 1000)
 DEFAULT_STEPS = InductionConfig().steps  # the library's measured recipe (400): an induction head forms by then
@@ -136,6 +137,16 @@ def untrained_pair(pair: Pair) -> Pair:
         return Pair(*(_train_one(cfg, lambda _: False, None, 0, 1) for cfg in pair))
 
 
+# exact=False: a run built again differs from the kept one in its seconds, which check mode would call a wrong key.
+@cached(16, exact=False)  # per entry two step-0 models: well under a megabyte
+def untrained(steps: int, seed: int) -> Pair:
+    """untrained_pair of the page's settings, shared (read-only), with the cache_key of its settings so that
+    @cached tables functions take it like a trained pair."""
+    pair = untrained_pair(pair_config(steps, seed))
+    object.__setattr__(pair, "cache_key", ("untrained", steps, seed))  # frozen: set once, before it is shared
+    return pair
+
+
 def complete(pair: Pair) -> bool:
     return not (pair.two.stopped or pair.one.stopped)
 
@@ -159,6 +170,13 @@ def loss_curves(pair: Pair) -> pd.DataFrame:
         for split in SPLITS
     ]
     return pd.DataFrame(rows, columns=["step", "model", "split", "loss"])
+
+
+@cached(32)
+def loss_view(pair: Pair) -> tuple[pd.DataFrame, dict, dict]:
+    """What the loss chart and its caption show of a trained (cache_key) pair: loss_curves, phase_changes,
+    phase_falls."""
+    return loss_curves(pair), phase_changes(pair), phase_falls(pair)
 
 
 def phase_changes(pair: Pair) -> dict[str, int | None]:
@@ -189,6 +207,7 @@ def phase_falls(pair: Pair) -> dict[str, tuple[float, float, float, float] | Non
     return falls
 
 
+@cached(64)
 def score_cells(pair: Pair, step: int) -> pd.DataFrame:
     """The layer x head grid of both models at the snapshot at or before `step`: model, layer, head, row, score,
     value (row: the model and layer, as the chart's y axis)."""
@@ -221,6 +240,12 @@ def map_cells(result: InductionResult, index: int, layer: int) -> pd.DataFrame:
         for h in range(heads)
     ]
     return pd.concat(frames, ignore_index=True)
+
+
+@cached(64)
+def probe_cells(pair: Pair, model: str, index: int, layer: int) -> pd.DataFrame:
+    """map_cells of the model `model` ("two" or "one") of a trained (cache_key) pair."""
+    return map_cells(getattr(pair, model), index, layer)
 
 
 def head_label(layer: int, head: int) -> str:
@@ -257,6 +282,18 @@ def single_knockouts(result: InductionResult, mode: str) -> pd.DataFrame:
             losses = knockout_losses(model, heads, mode, tokens=tokens)
             rows += [{"head": label, "split": s, "loss": losses[s]} for s in SPLITS]
     return pd.DataFrame(rows, columns=["head", "split", "loss"])
+
+
+@cached(32)
+def knockouts(pair: Pair, labels: tuple[str, ...], mode: str) -> pd.DataFrame:
+    """knockout_table of the pair's 2-layer model (the one with heads to remove)."""
+    return knockout_table(pair.two, labels, mode)
+
+
+@cached(16)
+def head_knockouts(pair: Pair, mode: str) -> pd.DataFrame:
+    """single_knockouts of the pair's 2-layer model."""
+    return single_knockouts(pair.two, mode)
 
 
 def best_head(result: InductionResult, index: int, score: str, layer: int | None = None) -> tuple[int, int, float]:

@@ -16,9 +16,11 @@ import torch
 
 from attn_core._checks import check_int
 from attn_core.learn import LearnConfig, TrainResult, make_task, predict, train
+from attn_core.learn.scaling import ScalingComparison
 from attn_core.learn.tasks import BLANK, SOURCE_ROLES, TARGET_ROLES, parse_tokens
-from attn_core.learn.train import MAX_STEPS, build_task
+from attn_core.learn.train import MAX_STEPS, Snapshot, build_task
 from attn_core.stats import entropy
+from explorer.ui.cache import cached
 
 TASKS = ("reverse", "reorder", "copy_offset", "recall")
 D_MODELS = (16, 32, 64, 128, 256)
@@ -39,6 +41,8 @@ TIME_BUDGET_S = 60.0  # wall-clock: a run still going after this stops and shows
 RIGHT = "right"  # the panel of the right alignment beside the heads'
 LEARNED = 0.95  # held-out accuracy from which a page calls a run learned (run_summary's threshold too)
 PEAKED = 0.5  # a mean largest weight above this: rows put most of their weight on one position, not a blur
+LOSSES = ["train_loss", "heldout_loss"]  # the learning page's loss chart
+SCORES = ["train_accuracy", "heldout_accuracy", "best_alignment_mass"]  # and its accuracy chart
 
 
 def work(cfg: LearnConfig) -> float:
@@ -112,6 +116,17 @@ def untrained(cfg: LearnConfig) -> TrainResult:
     return train(cfg, keep_going=lambda step: step < 0)
 
 
+# exact=False: a run built again differs from the kept one (its model object, its seconds), which check mode would
+# call a wrong key. A model of d_model 256 and 2 layers holds ~4 MB.
+@cached(8, exact=False)
+def untrained_run(task: str, d_model: int, heads: int, layers: int, lr, steps: int, scaled: bool, seed: int):
+    """untrained(learn_config(...)) for the learning page's settings, shared (read-only), with the cache_key of its
+    settings so that @cached tables functions take it like a trained run."""
+    result = untrained(learn_config(task, d_model, heads, layers, lr, steps, scaled, seed))
+    result.cache_key = ("untrained", task, d_model, heads, layers, lr, steps, scaled, seed)
+    return result
+
+
 def curves(result: TrainResult, series: str = "") -> pd.DataFrame:
     """One row per snapshot: step, the losses, accuracies, alignment mass and the √d_k page's statistics."""
     columns = [
@@ -136,6 +151,14 @@ def long_curves(df: pd.DataFrame, columns: list[str], id_columns=("step",)) -> p
     """curves() melted to step, metric, value (NaN rows dropped: a window with no finite step)."""
     out = df.melt(id_vars=list(id_columns), value_vars=columns, var_name="metric", value_name="value")
     return out.dropna(subset=["value"]).reset_index(drop=True)
+
+
+@cached(32)
+def curve_frames(result: TrainResult) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """The learning page's curves of a run: long for the loss and the accuracy charts (LOSSES, SCORES), and wide
+    as each chart's CSV columns."""
+    df = curves(result)
+    return long_curves(df, LOSSES), long_curves(df, SCORES), df[["step", *LOSSES]], df[["step", *SCORES]]
 
 
 @functools.lru_cache(maxsize=64)  # drawn on every rerun otherwise (labels, caption, example input): ~1 ms each
@@ -206,6 +229,17 @@ def attention_cells(
             )
         )
     return pd.concat(rows, ignore_index=True)
+
+
+def map_names(result: TrainResult) -> list[str]:
+    """The attentions of a run's model, in the order the page shows them: self-attention first, by layer."""
+    return sorted(result.snapshots[0].example_attention, key=lambda n: (n.startswith("cross"), n))
+
+
+@cached(64)
+def snapshot_cells(result: TrainResult, index: int, name: str) -> pd.DataFrame:
+    """attention_cells of the attention `name` at snapshot `index`, beside the right alignment."""
+    return attention_cells(snapshot_weights(result, index), result.config, name, right_alignment(result.config))
 
 
 def snapshot_weights(result: TrainResult, index: int) -> dict[str, torch.Tensor]:
@@ -294,6 +328,13 @@ def own_input(result: TrainResult, text: str) -> tuple[pd.DataFrame, dict[str, t
     return table, p.attention, p.alignment
 
 
+@cached(32)
+def own_answer(result: TrainResult, text: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """own_input's answer table and its attention as own_cells; ValueError on input the task cannot read."""
+    table, attention, alignment = own_input(result, text)
+    return table, own_cells(result, text, attention, alignment)
+
+
 def own_labels(result: TrainResult, text: str) -> tuple[list[str], list[str]]:
     """Axis labels of a typed input: the source words by position, the target positions (recall: the query)."""
     task = result.task
@@ -328,6 +369,22 @@ def chance_loss(cfg: LearnConfig) -> float:
     return math.log(_answers(cfg))
 
 
+@cached(16)
+def untrained_pair(task: str, d_k: int, init_scale: float, steps: int, seed: int) -> tuple[Snapshot, Snapshot]:
+    """The √d_k page's two models at initialisation (identical weights; only the scale differs): their step-0
+    snapshots, cheap (a pair is ~130 kB at d_k 256)."""
+    cfg = scale_config(task, d_k, init_scale, steps, seed)
+    return untrained(cfg).snapshots[0], untrained(replace(cfg, scaled=False)).snapshots[0]
+
+
+@cached(16)
+def scale_frames(both: ScalingComparison) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Both runs' curves (long by series, with qk_var / d_k) and their summary (scale_summary)."""
+    df = pd.concat([curves(both.scaled, "scaled"), curves(both.unscaled, "unscaled")])
+    df = df.assign(qk_var_per_d_k=df["qk_var"] / both.scaled.config.d_k).reset_index(drop=True)
+    return df, scale_summary(both.scaled, both.unscaled)
+
+
 def scale_summary(scaled: TrainResult, unscaled: TrainResult) -> pd.DataFrame:
     """Step 0, about a tenth of the way, and the end of both runs (attn_core.learn.run_summary), one row each."""
     from attn_core.learn import run_summary
@@ -336,6 +393,7 @@ def scale_summary(scaled: TrainResult, unscaled: TrainResult) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+@cached(8)
 def init_variance(d_ks: tuple[int, ...], init_scale: float, task: str, seed: int) -> pd.DataFrame:
     """Var(q·k) of the untrained model's cross-attention against d_k, beside the i.i.d. prediction d_k init_scale⁴.
 
@@ -347,3 +405,17 @@ def init_variance(d_ks: tuple[int, ...], init_scale: float, task: str, seed: int
         s = untrained(cfg).snapshots[0]
         rows.append({"d_k": d_k, "empirical": s.qk_var, "iid": s.qk_var_iid, "theory": d_k * init_scale**4})
     return pd.DataFrame(rows)
+
+
+@cached(16)
+def variance_points(init_scale: float, task: str, seed: int, d_k: int, both: ScalingComparison | None) -> pd.DataFrame:
+    """init_variance over D_KS as series "untrained", and with a trained pair at d_k, each run's final Var(q·k)
+    beside the i.i.d. prediction (series trained_scaled, trained_unscaled)."""
+    variance = init_variance(D_KS, init_scale, task, seed).assign(series="untrained")
+    if both is None:
+        return variance
+    finals = [
+        {"d_k": d_k, "series": f"trained_{s}", "empirical": r.final.qk_var, "theory": d_k * init_scale**4}
+        for s, r in (("scaled", both.scaled), ("unscaled", both.unscaled))
+    ]
+    return pd.concat([variance, pd.DataFrame(finals)], ignore_index=True)
