@@ -4,33 +4,15 @@ import streamlit as st
 
 from explorer.charts import positional as charts
 from explorer.tables import positional as tables
-from explorer.ui import state as controls
-from explorer.ui.frame import (
-    chart,
-    formula,
-    friendly_errors,
-    header,
-    notice,
-    predict_first,
-    section,
-    seed,
-    spec_of,
-    table,
-)
+from explorer.ui import state
+from explorer.ui.draw import chart
 from explorer.ui.i18n import t, td, tl
+from explorer.ui.page import formula, friendly_errors, header, notice, predict_first, section, seed
 
 AMPLITUDES = (0.0, 0.01, 0.02, 0.05) + tuple(round(0.1 * i, 1) for i in range(1, 21))  # the slider's 0.1 steps
 PERIODS = list(range(2, 17))
 MAX_PERIODS = 4  # lcm(11, 13, 15, 16) = 34320 stays within tables.SEARCH_LIMIT
 ALIAS_WINDOW = 480  # positions drawn in the aliasing chart at most
-
-encoding = table(tables.encoding_table, 32)
-gram = table(tables.gram_by_offset, 32)
-shift = table(tables.shift_check, 64)
-circle = table(tables.rotation_circle, 64)
-aliasing = table(tables.aliasing_table, 64)
-collision = table(tables.first_collision, 64)
-symmetry = table(tables.equivariance_sweep, 32)
 
 header(
     t("positional.title"),
@@ -47,17 +29,16 @@ predict_first(t("positional.question"), t("positional.answer"))
 
 with st.container(border=True):
     c1, c2, c3 = st.columns(3)
-    n = controls.slider(t("positional.controls.n"), 8, 128, 64, 8, key="pe_n", where=c1)
-    d_model = controls.select_slider("d_model", [4, 8, 16, 32, 64, 128], 32, key="pe_d_model", where=c2)
-    base = controls.select_slider(t("positional.controls.base"), [100, 1000, 10000], 10000, key="pe_base", where=c3)
+    n = state.slider(t("positional.controls.n"), 8, 128, 64, 8, key="pe_n", where=c1)
+    d_model = state.select_slider("d_model", [4, 8, 16, 32, 64, 128], 32, key="pe_d_model", where=c2)
+    base = state.select_slider(t("positional.controls.base"), [100, 1000, 10000], 10000, key="pe_base", where=c3)
 
 st.subheader(t("positional.sections.code"), anchor="code")
 left, right = st.columns([3, 2])
 with left, friendly_errors(t("positional.errors.encoding")):
-    pe = encoding(n, d_model, base)
+    pe = tables.encoding_table(n, d_model, base)
     text = td("positional.charts.encoding")
-    figure = spec_of(charts.encoding_heatmap, pe, text, properties={"height": 400}, data_key=(n, d_model, base))
-    chart(figure, pe, "encoding")
+    chart(charts.encoding_heatmap, pe, text, name="encoding", data=pe, properties={"height": 400})
 with right:
     formula(r"PE_{(pos,\,2i)} = \sin(pos\,\omega_i)")
     formula(r"PE_{(pos,\,2i+1)} = \cos(pos\,\omega_i)")
@@ -68,12 +49,11 @@ with right:
 st.subheader(t("positional.sections.dots"), anchor="dots")
 g1, g2, g3 = st.columns([2, 3, 2])
 with friendly_errors(t("positional.errors.dots")):
-    cells, by_offset, spread = gram(n, d_model, base)
-    text = td("positional.charts.gram")
-    figure = spec_of(charts.gram_heatmap, cells, text, properties={"height": 340}, data_key=(n, d_model, base))
-    chart(figure, cells, "gram", where=g1)
-    figure = spec_of(charts.offset_collapse, by_offset, td("positional.charts.offsets"), properties={"height": 340})
-    chart(figure, by_offset, "offsets", where=g2)
+    cells, by_offset, spread = tables.gram_by_offset(n, d_model, base)
+    text, tall = td("positional.charts.gram"), {"height": 340}
+    chart(charts.gram_heatmap, cells, text, name="gram", data=cells, where=g1, properties=tall)
+    text = td("positional.charts.offsets")
+    chart(charts.offset_collapse, by_offset, text, name="offsets", data=by_offset, where=g2, properties=tall)
     with g3:
         formula(  # two lines: one overflows the narrow column (Chinese, projector)
             r"\begin{gathered}p_i\cdot p_j\\ = \sum_k \cos\big((i-j)\,\omega_k\big)\end{gathered}",
@@ -89,24 +69,21 @@ def shift_part(n, d_model, base) -> None:
     st.subheader(t("positional.sections.shift"), anchor="shift")
     with st.container(border=True):
         s1, s2, s3 = st.columns(3)
-        pos = controls.slider(t("positional.controls.pos"), 0, 200, 10, 1, key="pe_pos", where=s1)
-        k = controls.slider(t("positional.controls.k"), -32, 32, 5, 1, key="pe_k", where=s2)
+        pos = state.slider(t("positional.controls.pos"), 0, 200, 10, 1, key="pe_pos", where=s1)
+        k = state.slider(t("positional.controls.k"), -32, 32, 5, 1, key="pe_k", where=s2)
         last = d_model // 2 - 1  # the frequencies of this d_model: a smaller d_model pulls the chosen one back inside
-        freq = controls.slider(t("positional.controls.freq"), 0, last, min(2, last), 1, key="pe_freq", where=s3)
+        freq = state.slider(t("positional.controls.freq"), 0, last, min(2, last), 1, key="pe_freq", where=s3)
     r1, r2, r3 = st.columns([3, 2, 2])
     with friendly_errors(t("positional.errors.shift")):
-        check = shift(pos, k, d_model, base, n, freq)
-        m_k = check["m_k"]
-        chart(
-            spec_of(charts.shift_matrix_heatmap, m_k, td("positional.charts.shift", k=k), properties={"height": 340}),
-            m_k,
-            "m_k",
-            where=r1,
-        )
+        check = tables.shift_check(pos, k, d_model, base, n, freq)
+        m_k, text = check["m_k"], td("positional.charts.shift", k=k)
+        chart(charts.shift_matrix_heatmap, m_k, text, name="m_k", data=m_k, where=r1, properties={"height": 340})
         r1.caption(t("positional.nonzero_caption", nonzero=len(m_k), d=d_model))
-        points = circle(n, d_model, base, freq, pos, k)
-        figure = spec_of(charts.rotation_circle, points, freq, td("positional.charts.circle", freq=freq))
-        chart(figure, points, "rotation_circle", where=r2, width="content")
+        points = tables.rotation_circle(n, d_model, base, freq, pos, k)
+        text = td("positional.charts.circle", freq=freq)
+        chart(
+            charts.rotation_circle, points, freq, text, name="rotation_circle", data=points, where=r2, width="content"
+        )
         with r3:
             formula(r"PE(pos+k) = M_k\, PE(pos)", t("positional.shift_caption"))
             (a, b), (c, e) = check["block"]
@@ -134,7 +111,7 @@ def aliasing_part() -> None:
     st.subheader(t("positional.sections.aliasing"), anchor="aliasing")
     with st.container(border=True):
         periods = tuple(
-            controls.multiselect(
+            state.multiselect(
                 t("positional.controls.periods"),
                 PERIODS,
                 [4, 6],
@@ -149,17 +126,26 @@ def aliasing_part() -> None:
     else:
         with friendly_errors(t("positional.errors.aliasing")):
             lcm = tables.collision_period(periods)
-            found = collision(periods)
+            found = tables.first_collision(periods)
             window = min(ALIAS_WINDOW, max(2 * lcm + 1, 3 * periods[0] + 1, 25))
-            distances = aliasing(periods, window)
+            distances = tables.aliasing_table(periods, window)
             names = {
                 "one period": t("positional.series.one", first=periods[0]),
                 "all periods": t("positional.series.all"),
             }
-            figure = spec_of(
-                charts.aliasing, distances, found, td("positional.charts.aliasing"), names, properties={"height": 320}
+            text = td("positional.charts.aliasing")
+            tall = {"height": 320}
+            chart(
+                charts.aliasing,
+                distances,
+                found,
+                text,
+                names,
+                name="aliasing",
+                data=distances,
+                where=a1,
+                properties=tall,
             )
-            chart(figure, distances, "aliasing", where=a1)
             with a2:
                 formula(  # one step a line: on one line it overflows the column and is cut off after the first ⇔
                     r"\begin{aligned}&\text{code}(p) = \text{code}(0)\\ \iff\ & T_1 \mid p,\ \dots,\ T_m \mid p\\"
@@ -187,21 +173,17 @@ def symmetry_part(n, d_model, base) -> None:
     with st.container(border=True):
         e1, e2 = st.columns(2)
         kinds = td("positional.kinds")
-        kind = controls.selectbox(
+        kind = state.selectbox(
             t("positional.controls.kind"), list(kinds), "random", key="pe_kind", where=e1, format_func=kinds.get
         )
-        amplitude = controls.slider(
-            t("positional.controls.amplitude"), 0.0, 2.0, 1.0, 0.1, key="pe_amplitude", where=e2
-        )
+        amplitude = state.slider(t("positional.controls.amplitude"), 0.0, 2.0, 1.0, 0.1, key="pe_amplitude", where=e2)
         a = round(amplitude, 1)  # a value typed into the link between two steps: the nearest computed amplitude
     q1, q2 = st.columns([3, 2])
     with friendly_errors(t("positional.errors.symmetry")):
-        sweep = symmetry(n, d_model, base, kind, AMPLITUDES, seed())
+        sweep = tables.equivariance_sweep(n, d_model, base, kind, AMPLITUDES, seed())
+        text = td("positional.charts.equivariance")
         chart(
-            spec_of(charts.equivariance, sweep, a, td("positional.charts.equivariance"), properties={"height": 320}),
-            sweep,
-            "equivariance",
-            where=q1,
+            charts.equivariance, sweep, a, text, name="equivariance", data=sweep, where=q1, properties={"height": 320}
         )
         with q2:
             formula(r"f(X) = \mathrm{Attention}(Z, Z, Z)")
