@@ -2,6 +2,7 @@
 
     python -m tools.induction_bench click 400 0   # in a fresh process: seconds of each model, peak RSS growth (JSON)
     python -m tools.induction_bench rerun         # warm rerun CPU of the plain and the trained view (JSON lines)
+    python -m tools.induction_bench parts 400 0   # where a click's CPU goes: per step and per snapshot (JSON lines)
 
 Recorded in benchmarks/induction_page.md.
 """
@@ -49,6 +50,66 @@ def click(steps: int, seed: int) -> dict:
         "phase": tables.phase_changes(result), "induction": [f["ind"], f["one_ind"]],
         "repeated": [f["rep_two"], f["rep_one"]],
     }  # fmt: skip
+
+
+def _cpu_ms(fn, repeats: int) -> float:
+    """Median CPU ms of the calling thread per call of fn, over `repeats` calls after two warm-up calls."""
+    for _ in range(2):
+        fn()
+    times = []
+    for _ in range(repeats):
+        start = time.thread_time()
+        fn()
+        times.append(1000 * (time.thread_time() - start))
+    return statistics.median(times)
+
+
+def parts(steps: int, seed: int, repeats: int = 30) -> list[dict]:
+    """One click's work split as train_induction_iter does it, per model (one torch thread): a training step's
+    batch, forward (with the loss), forward and backward, and Adam step; a snapshot's forward of the held-out batch,
+    the probe's forward, head_scores and split_losses; and the click's CPU estimated from them."""
+    from attn_core.learn import one_thread
+    from explorer.tables import induction as tables
+
+    with one_thread():
+        return [_model_parts(cfg, repeats) for cfg in tables.pair_config(steps, seed)]
+
+
+def _model_parts(cfg, repeats: int) -> dict:
+    import torch
+
+    from attn_core.learn import head_scores, repeated_batch, split_losses
+    from attn_core.learn.induction import build_model, heldout_batch, next_token_loss, probe_sequence
+
+    model, data = build_model(cfg), torch.Generator().manual_seed(cfg.seed + 1)
+    opt = torch.optim.Adam(model.parameters(), lr=cfg.lr, foreach=True)
+    x, held, probe = repeated_batch(cfg, cfg.batch, data), heldout_batch(cfg), probe_sequence(cfg, cfg.seed)
+
+    def loss():
+        return next_token_loss(model(x, maps=False)[0], x)
+
+    def backward():
+        opt.zero_grad(set_to_none=True)
+        loss().backward()
+
+    backward()
+    step = {"batch": _cpu_ms(lambda: repeated_batch(cfg, cfg.batch, data), repeats)}
+    with torch.no_grad():
+        logits, maps = model(held)
+        step["forward"] = _cpu_ms(loss, repeats)
+        snap = {
+            "forward": _cpu_ms(lambda: model(held), repeats),
+            "probe": _cpu_ms(lambda: model(probe), repeats),
+            "scores": _cpu_ms(lambda: head_scores(maps, held), repeats),
+            "losses": _cpu_ms(lambda: split_losses(logits, held), repeats),
+        }
+    step["forward_backward"] = _cpu_ms(backward, repeats)
+    step["adam"] = _cpu_ms(opt.step, repeats)
+    n_snap = len(range(0, cfg.steps, cfg.snapshot_every)) + 1  # train_induction_iter's: every k steps and the end
+    per_step = step["batch"] + step["forward_backward"] + step["adam"]
+    estimate = {"steps": cfg.steps * per_step / 1000, "snapshots": n_snap * sum(snap.values()) / 1000}
+    return {"layers": cfg.layers, "steps": cfg.steps, "snapshots": n_snap, "step_ms": step, "snapshot_ms": snap,
+            "click_estimate_s": estimate}  # fmt: skip
 
 
 def _summary(view: str, out: dict) -> dict:
@@ -109,9 +170,16 @@ def main() -> None:
     one.add_argument("steps", type=int)
     one.add_argument("seed", type=int)
     sub.add_parser("rerun")
+    split = sub.add_parser("parts")
+    split.add_argument("steps", type=int)
+    split.add_argument("seed", type=int)
     args = parser.parse_args()
     if args.what == "click":
         print(json.dumps(click(args.steps, args.seed)))
+        return
+    if args.what == "parts":
+        for row in parts(args.steps, args.seed):
+            print(json.dumps(row))
         return
     from tools.page_rerender import measure
 
