@@ -3,9 +3,10 @@ import streamlit as st
 from attn_core.stats import DISTRIBUTIONS, theoretical_score_kurtosis, theoretical_score_variance
 from explorer.charts import sqrt_dk as charts
 from explorer.tables import sqrt_dk as tables
-from explorer.ui import state as controls
-from explorer.ui.frame import chart, formula, friendly_errors, header, notice, predict_first, seed, spec_of, table
+from explorer.ui import state
+from explorer.ui.draw import chart
 from explorer.ui.i18n import t, td
+from explorer.ui.page import formula, friendly_errors, header, notice, predict_first, seed
 
 SWEEP_PAIRS = 2000  # per d_k in the sweep: a 3% standard error on each variance, one cheap draw
 PAIRS = [1000, 2000, 5000, 10000, 20000]
@@ -28,9 +29,6 @@ def notice_points(d_k: int, distribution: str, mean: float, span) -> list[str]:
     return [first, t("sqrt_dk.notice.gaps", u=span["unscaled"], s=span["scaled"], d_k=d_k)]
 
 
-histograms = table(tables.score_histograms, 32)
-sweep = table(tables.variance_sweep, 16)
-softmax_row = table(tables.softmax_row, 64)
 labels = td("sqrt_dk.distributions")
 names = td("sqrt_dk.series")
 
@@ -39,9 +37,9 @@ predict_first(t("sqrt_dk.question"), t("sqrt_dk.answer"))
 
 with st.container(border=True):
     c1, c2, c3 = st.columns(3)
-    d_k = controls.select_slider("d_k", list(tables.D_K_SWEEP), 64, key="d_k", where=c1)
-    n_pairs = controls.select_slider(t("sqrt_dk.controls.pairs"), PAIRS, 5000, key="n_pairs", where=c2)
-    distribution = controls.selectbox(
+    d_k = state.select_slider("d_k", list(tables.D_K_SWEEP), 64, key="d_k", where=c1)
+    n_pairs = state.select_slider(t("sqrt_dk.controls.pairs"), PAIRS, 5000, key="n_pairs", where=c2)
+    distribution = state.selectbox(
         t("sqrt_dk.controls.distribution"),
         DISTRIBUTIONS,
         "normal",
@@ -49,7 +47,7 @@ with st.container(border=True):
         where=c3,
         format_func=labels.get,
     )
-    mean = controls.slider(
+    mean = state.slider(
         t("sqrt_dk.controls.mean"), 0.0, 2.0, 0.5, 0.1, key="mean", where=c3, disabled=distribution != "shifted"
     )
 
@@ -59,11 +57,11 @@ with right:
     formula(r"\mathrm{Var}\!\left(\frac{q\cdot k}{\sqrt{d_k}}\right)=1")
     # softmax ignores a shift of its row: what the scaling changes is the gaps within one row (its logits' span)
     with friendly_errors(t("sqrt_dk.sections.softmax")):
-        span = softmax_row(d_k, ROW_KEYS, 1.0, seed()).groupby("series").logit.agg(lambda x: x.max() - x.min())
-        notice(notice_points(d_k, distribution, mean, span))
+        notice(notice_points(d_k, distribution, mean, tables.logit_spans(d_k, ROW_KEYS, seed())))
 
 with left, friendly_errors(t("sqrt_dk.sections.histograms")):
-    bars, curves, stats = histograms(d_k, n_pairs, distribution, mean, seed())
+    setting = (d_k, n_pairs, distribution, mean, seed())
+    bars, curves, stats = tables.score_histograms(*setting)
     u, s = stats["unscaled"], stats["scaled"]
     m1, m2, m3, m4 = st.columns(4)
     m1.metric(t("sqrt_dk.metrics.var"), f"{u['var']:.2f}", help=t("sqrt_dk.metrics.var_help", se=u["var_stderr"]))
@@ -79,16 +77,23 @@ with left, friendly_errors(t("sqrt_dk.sections.histograms")):
         delta_arrow="off",  # two values side by side, not a change
         help=t("sqrt_dk.metrics.std_help"),
     )
-    if controls.toggle(t("sqrt_dk.controls.overlay"), True, key="overlay"):
-        figure = spec_of(charts.overlaid_histograms, bars, curves, three_sigma(s), td("sqrt_dk.charts.overlaid"), names)
-        chart(figure, bars, "score_histograms")
+    if state.toggle(t("sqrt_dk.controls.overlay"), True, key="overlay"):
+        text = td("sqrt_dk.charts.overlaid")
+        chart(charts.overlaid_histograms, bars, curves, three_sigma(s), text, names, name="score_histograms", data=bars)
     else:
         h1, h2 = st.columns(2)
         for where, series, stat in ((h1, "unscaled", u), (h2, "scaled", s)):
-            figure = spec_of(
-                charts.score_histogram, bars, curves, series, three_sigma(stat), td(f"sqrt_dk.charts.{series}")
+            chart(
+                charts.score_histogram,
+                bars,
+                curves,
+                series,
+                three_sigma(stat),
+                td(f"sqrt_dk.charts.{series}"),
+                name=f"score_histogram_{series}",
+                data=tables.series_bars(*setting, series),
+                where=where,
             )
-            chart(figure, bars[bars.series == series], f"score_histogram_{series}", where=where)
     # dividing by sqrt(d_k) divides sigma too, so both series hold the same share: one number
     st.caption(t("sqrt_dk.sigma_caption", share=u["share_within_3sigma"], n=n_pairs))
     # A sum of few products q_i k_i is not normal (one product of two normals peaks at 0, with heavy tails): say so
@@ -104,17 +109,18 @@ with left, friendly_errors(t("sqrt_dk.sections.histograms")):
 
 c_left, c_right = st.columns(2)
 with c_left, friendly_errors(t("sqrt_dk.sections.sweep")):
-    variances = sweep(SWEEP_PAIRS, distribution, mean, seed())
-    chart(spec_of(charts.variance_loglog, variances, d_k, td("sqrt_dk.charts.sweep")), variances, "variance_sweep")
+    variances = tables.variance_sweep(SWEEP_PAIRS, distribution, mean, seed())
+    text = td("sqrt_dk.charts.sweep")
+    chart(charts.variance_loglog, variances, d_k, text, name="variance_sweep", data=variances)
     st.caption(t("sqrt_dk.sweep_caption", n=SWEEP_PAIRS))
 with c_right, friendly_errors(t("sqrt_dk.sections.softmax")):
     # T drives only this chart: its slider sits beside it, not in the box at the top
-    temperature = controls.slider(t("sqrt_dk.controls.temperature"), 0.1, 5.0, 1.0, 0.1, key="temperature")
-    row = softmax_row(d_k, ROW_KEYS, temperature, seed())
-    chart(spec_of(charts.softmax_bars, row, td("sqrt_dk.charts.softmax"), names), row, "softmax_row")
+    temperature = state.slider(t("sqrt_dk.controls.temperature"), 0.1, 5.0, 1.0, 0.1, key="temperature")
+    row = tables.softmax_row(d_k, ROW_KEYS, temperature, seed())
+    chart(charts.softmax_bars, row, td("sqrt_dk.charts.softmax"), names, name="softmax_row", data=row)
     if distribution != "normal":  # the row stays a plain N(0, 1) draw: say so beside a page set to another one
         st.caption(t("sqrt_dk.row_normal", n=ROW_KEYS))
-    top = row.groupby("series").weight.max()
+    top = tables.largest_weights(d_k, ROW_KEYS, temperature, seed())
     st.markdown(
         t("sqrt_dk.largest", u=top["unscaled"], s=top["scaled"], t=temperature)
         + r" $\mathrm{softmax}(z/T)_i = e^{z_i/T} / \sum_j e^{z_j/T}$."

@@ -1,5 +1,7 @@
 """Tables for "Why divide by sqrt(d_k)": score histograms, variance against d_k, one softmax row.
 
+The functions the page calls keep their results for the whole server (@cached), shared and read-only.
+
 The functions that compute with torch run on one CPU thread (one_thread): their tensors are small, and on a busy
 server a second OpenMP thread spins for a core other sessions hold (benchmarks/first_visit_tables.md).
 """
@@ -15,6 +17,7 @@ import torch
 from attn_core.learn.threads import one_thread
 from attn_core.naive import masked_softmax
 from attn_core.stats import sample_score_prefixes, sample_scores, score_statistics, theoretical_score_variance
+from explorer.ui.cache import cached
 
 D_K_SWEEP = tuple(2**i for i in range(11))  # 1 .. 1024
 BINS = 60
@@ -24,6 +27,7 @@ def _gaussian(x: np.ndarray, var: float) -> np.ndarray:
     return np.exp(-(x**2) / (2 * var)) / math.sqrt(2 * math.pi * var)
 
 
+@cached(32)
 @one_thread()
 def score_histograms(d_k: int, n_pairs: int, distribution: str, mean: float, seed: int):
     """Histogram densities of unscaled and scaled scores with N(0, d_k) and N(0, 1) beside them.
@@ -45,6 +49,14 @@ def score_histograms(d_k: int, n_pairs: int, distribution: str, mean: float, see
     return pd.concat(bars, ignore_index=True), pd.concat(curves, ignore_index=True), stats
 
 
+@cached(32)
+def series_bars(d_k: int, n_pairs: int, distribution: str, mean: float, seed: int, series: str) -> pd.DataFrame:
+    """The bars of one series of score_histograms ("unscaled" or "scaled"), as its own chart exports them."""
+    bars, _, _ = score_histograms(d_k, n_pairs, distribution, mean, seed)
+    return bars[bars.series == series]
+
+
+@cached(16)
 @one_thread()
 def variance_sweep(n_pairs: int, distribution: str, mean: float, seed: int) -> pd.DataFrame:
     """Empirical Var(q.k) for d_k = 1..1024 with its standard error and the theory line."""
@@ -57,6 +69,7 @@ def variance_sweep(n_pairs: int, distribution: str, mean: float, seed: int) -> p
     return pd.DataFrame(rows)
 
 
+@cached(64)
 @one_thread()
 def softmax_row(d_k: int, n_keys: int, temperature: float, seed: int) -> pd.DataFrame:
     """One query against n_keys keys: softmax weights of the unscaled and the scaled logits.
@@ -72,6 +85,19 @@ def softmax_row(d_k: int, n_keys: int, temperature: float, seed: int) -> pd.Data
         w = masked_softmax(x / temperature)
         frames.append(pd.DataFrame({"key": range(n_keys), "series": name, "logit": x.numpy(), "weight": w.numpy()}))
     return pd.concat(frames, ignore_index=True)
+
+
+@cached(64)
+def logit_spans(d_k: int, n_keys: int, seed: int) -> dict[str, float]:
+    """The span (largest minus smallest logit) of softmax_row's unscaled and scaled logits: the gaps softmax sees."""
+    row = softmax_row(d_k, n_keys, 1.0, seed)  # the logits do not depend on the temperature
+    return row.groupby("series").logit.agg(lambda x: x.max() - x.min()).to_dict()
+
+
+@cached(64)
+def largest_weights(d_k: int, n_keys: int, temperature: float, seed: int) -> dict[str, float]:
+    """The largest softmax weight of softmax_row's unscaled and of its scaled row."""
+    return softmax_row(d_k, n_keys, temperature, seed).groupby("series").weight.max().to_dict()
 
 
 def scaled_moments(d_k: int, mean: float) -> tuple[float, float]:
