@@ -11,7 +11,7 @@ from explorer.ui.player import Player
 
 MAX_INPUT = 120  # characters: 17 tokens of recall's longest words with room to spare
 PLAYER = Player("learn_snapshot", "_learn_playing", "learn")
-KEPT = "_learn_kept"  # (key, result) of this session's last run cut short by the time budget (not shared)
+KEPT = "_learn_kept"  # (key, result) of this session's last run cut short by the time budget: kept here only
 
 task_names = td("learning.tasks")
 metric_names = td("learning.metrics")
