@@ -5,6 +5,7 @@ router's whole run."""
 from __future__ import annotations
 
 import ast
+import atexit
 import concurrent.futures
 import contextlib
 import gc
@@ -86,7 +87,8 @@ def warm_torch() -> None:
     """torch's first backward given an output gradient imports sympy (torch.autograd._make_grads: ~480 modules,
     ~0.3 s of CPU; the worked example's first run), and its first optimizer imports its compiler's front end
     (torch._dynamo, through torch._compile._disable_dynamo: ~390 modules, ~0.85 s; the first run of every page that
-    trains: 1.2-1.35 s of CPU for the induction page's first run). Done here, once, right after the pages' modules:
+    trains: 1.2-1.35 s of CPU for the induction page's first run; +148 MB of RSS, Triton's library among them, which
+    the first visit of any training page brings anyway). Done here, once, right after the pages' modules:
     too slow to hold every first page for, so the pages run meanwhile. A page reaching either first use meanwhile
     waits for this thread's import or makes it itself while this thread waits; no deadlock: torch._dynamo's import
     brings sympy's part only through torch.fx.experimental.symbolic_shapes, the one module the first backward
@@ -103,7 +105,12 @@ def _warm_after_load() -> None:
     try:
         if "torch" in sys.modules:  # the pages use it (a test's stand-in scripts may not)
             warm_torch()
-        gc.freeze()  # like the first run's settle (explorer.ui.heavy.settle_process): keep collections short
+        # As the first run's settle does (explorer.ui.heavy.settle_process) for the load: the ~127,000 objects these
+        # imports made cost every full collection 65-75 ms more (measured) unless frozen; unfrozen at exit, where
+        # Triton's nanobind module would report each frozen object as a leak.
+        gc.freeze()
+        atexit.unregister(gc.unfreeze)
+        atexit.register(gc.unfreeze)
     except Exception:  # noqa: BLE001 - not fatal: the pages import what they use themselves
         logging.getLogger(__name__).exception("warming torch's first uses failed")
     finally:
