@@ -73,7 +73,20 @@ def verify(kept, fresh, what: str) -> None:
     """Raise CacheKeyError naming `what` unless `kept` equals `fresh` exactly (NaN equal to NaN)."""
     problem = difference(kept, fresh)
     if problem is not None:
-        raise CacheKeyError(f"{what}: the kept result differs from a rebuilt one ({problem})")
+        raise CacheKeyError(
+            f"{what}: the kept result differs from a rebuilt one ({problem}). Either the key misses an input, a caller"
+            " changed the shared result in place, or the result is not reproducible (a random id, a timing: mark"
+            " a measurement @cached(n, exact=False))"
+        )
+
+
+def rebuilt(build: Callable[[], object], key: Callable[[], tuple], was: tuple, what: str):
+    """build() in check mode, which must leave its arguments as they were: a function that changes an argument
+    in place (pops a key of a text dict, sorts a list) gives the next caller with equal arguments another key."""
+    value = build()
+    if key() != was:
+        raise CacheKeyError(f"{what}: the function changed one of its arguments in place")
+    return value
 
 
 def difference(a, b, where: str = "result") -> str | None:
@@ -288,9 +301,11 @@ def cached(max_entries: int, *, exact: bool = True):
 
         @functools.wraps(fn)
         def call(*args, **kwargs):
-            where = (name, *call_key(fn, args, kwargs))
+            key = lambda: call_key(fn, args, kwargs)  # noqa: E731
+            where = (name, *key())
             if exact and checking():
-                return _checked(kept, where, lambda: fn(*args, **kwargs))
+                build = lambda: rebuilt(lambda: fn(*args, **kwargs), key, where[1:], name)  # noqa: E731
+                return _checked(kept, where, build)
             results = this_run().setdefault("tables", {})  # this run's results of @cached functions, by call
             result = results.get(where)
             if result is None:

@@ -17,7 +17,7 @@ import streamlit as st
 
 from explorer.charts.common import to_spec
 from explorer.charts.projector import fitted, projected
-from explorer.ui.cache import Store, checking, key_of, verify
+from explorer.ui.cache import Store, checking, key_of, rebuilt, verify
 from explorer.ui.i18n import t, td
 from explorer.ui.internals import arrow_bytes, keep_download
 from explorer.ui.page import projector
@@ -64,10 +64,13 @@ def spec_for(builder, args: tuple, kwargs: dict, properties: dict) -> dict:
     key = (_qualified(builder), big, key_of(args), key_of(kwargs), key_of(properties))
     build = lambda: _build(builder, args, kwargs, properties, big)  # noqa: E731
     if checking():
+        what = f"chart {key[0]} with key {key[1:]!r:.300}"
+        again = lambda: (key[0], big, key_of(args), key_of(kwargs), key_of(properties))  # noqa: E731
         kept = SPECS.peek(key)
-        if kept is not None:
-            verify(kept, build(), f"chart {key[0]} with key {key[1:]!r:.300}")
-            return kept
+        if kept is None:
+            return SPECS.get_once(key, lambda: rebuilt(build, again, key, what))
+        verify(kept, rebuilt(build, again, key, what), what)
+        return kept
     return SPECS.get_once(key, build)
 
 

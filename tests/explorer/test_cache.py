@@ -243,6 +243,17 @@ def test_check_mode_catches_a_shared_result_changed_in_place():
         parts(2)
 
 
+def test_check_mode_catches_a_function_that_changes_its_arguments():
+    @cached(4)
+    def sorted_names(names: list) -> tuple:
+        names.sort()  # the caller's list, sorted in place: its next call with the same list has another key
+        return tuple(names)
+
+    with check(), pytest.raises(CacheKeyError, match="changed one of its arguments in place"):
+        sorted_names(["b", "a"])
+    assert sorted_names(["a", "b"]) == ("a", "b")  # outside check mode nothing is verified
+
+
 def test_check_mode_compares_exactly_and_counts_nan_equal_to_nan():
     both = [{"x": [float("nan"), 1.0], "t": torch.tensor([float("nan")])} for _ in range(2)]
     cache.verify(*both, "same")

@@ -145,6 +145,15 @@ def test_check_mode_catches_a_chart_key_that_misses_an_input():
         assert spec_of(titled_bars, ROW, TEXT, NAMES) is spec_of(titled_bars, ROW, TEXT, NAMES)
 
 
+def popping_bars(row: pd.DataFrame, text: dict, names: dict):
+    return charts.softmax_bars(row, {**text, "title": text.pop("title")}, names)  # the caller's dict loses its title
+
+
+def test_check_mode_catches_a_chart_builder_that_changes_its_arguments():
+    with check(), pytest.raises(CacheKeyError, match="changed one of its arguments in place"):
+        spec_of(popping_bars, ROW, dict(TEXT), NAMES)
+
+
 def test_a_facet_header_quotes_its_word_as_a_string_literal():
     from explorer.charts.common import prefixed_header
 
