@@ -1005,6 +1005,9 @@ def main() -> None:
     parser.add_argument(
         "--train", choices=["same", "different"], help="the sessions press Train at once (tools/load_train.py)"
     )
+    parser.add_argument(
+        "--train-page", choices=["learning", "induction"], default="learning", help="--train: whose Train button"
+    )
     parser.add_argument("--train-set", nargs="+", default=[], metavar="KEY=VALUE", help="--train: URL parameters")
     parser.add_argument("--mem-interval", type=float, default=0.5, help="seconds between two samples of server RSS")
     parser.add_argument("--out", type=pathlib.Path)

@@ -1,4 +1,4 @@
-"""Train at once: a class presses Train on the learning page together (tools.load_test --train same|different).
+"""Train at once: a class presses Train on a training page together (tools.load_test --train same|different).
 
     python -m tools.load_test --train same --sessions 30 --out benchmarks/load_test_train_same.md
     python -m tools.load_test --train different --sessions 30 --action-timeout 500 \
@@ -10,6 +10,9 @@ settings (train_query(k): a task, a number of heads and the scale on or off, its
 the page's default work per click) and they all press Train together. For each session: when its result arrived
 after the click, what its first status said (its place, the estimated end), how the run ended. The server's RSS is
 sampled throughout (tools.load_test.MemorySampler).
+
+`--train-page induction` does the same on "Watch an induction head form": its settings are the number of steps and
+the seed, so `different` gives session k the page's default steps and seed k + 1.
 """
 
 from __future__ import annotations
@@ -27,6 +30,23 @@ DEFAULTS = {"learn_d_model": "64", "learn_steps": "300", "learn_layers": "1", "l
 TASKS = ("reverse", "reorder", "copy_offset", "recall")
 ESTIMATE = re.compile(r"be done in about (\d+) s")
 PLACE = re.compile(r"number (\d+) in the server's training line")
+
+
+@dataclass(frozen=True)
+class TrainPage:
+    """A page with a Train button: its name in the router, the button's widget key and the query of session k."""
+
+    name: str
+    button: str
+    charts: int  # a finished run draws at least this many charts
+
+    def query(self, k: int, mode: str, extra: dict[str, str] | None = None) -> str:
+        if self.name == "learning":
+            return train_query(k, mode, extra)
+        return urllib.parse.urlencode({"seed": "0" if mode == "same" else str(k + 1)} | (extra or {}))
+
+
+PAGES = {"learning": TrainPage("learning", "-learn_train", 3), "induction": TrainPage("induction", "-ind_train", 4)}
 
 
 def train_query(k: int, mode: str, extra: dict[str, str] | None = None) -> str:
@@ -63,14 +83,16 @@ class TrainClick:
         return self.estimate_s / self.seconds
 
 
-async def click_train(url: str, query: str, barrier: asyncio.Barrier, timeout_s: float) -> TrainClick:
+async def click_train(
+    url: str, query: str, barrier: asyncio.Barrier, timeout_s: float, page: TrainPage = PAGES["learning"]
+) -> TrainClick:
     from tools.ws_client import WsSession
 
     done = TrainClick(query)
     try:
         async with WsSession(url) as session:
-            first = await session.rerun("learning", query=query, timeout=timeout_s)
-            button = next((w for w in first.widgets if w.endswith("-learn_train")), None)
+            first = await session.rerun(page.name, query=query, timeout=timeout_s)
+            button = next((w for w in first.widgets if w.endswith(page.button)), None)
             if button is None or first.errors:
                 raise RuntimeError(f"no Train button, or an error: {first.errors}")
             await barrier.wait()
@@ -82,7 +104,8 @@ async def click_train(url: str, query: str, barrier: asyncio.Barrier, timeout_s:
             done.estimate_s = next((at + int(m[1]) for at, x in texts if (m := ESTIMATE.search(x))), None)
             done.why = list(run.errors) + list(run.warnings)
             full = any("Too many benchmarks and training runs" in w for w in run.warnings)
-            done.outcome = "error" if run.errors else "full" if full else "finished" if run.charts >= 3 else "nothing"
+            drawn = run.charts >= page.charts
+            done.outcome = "error" if run.errors else "full" if full else "finished" if drawn else "nothing"
     except TimeoutError:
         done.outcome = "timeout"
     except Exception as e:  # noqa: BLE001 - recorded, the others go on
@@ -90,10 +113,12 @@ async def click_train(url: str, query: str, barrier: asyncio.Barrier, timeout_s:
     return done
 
 
-async def train_at_once(url: str, sessions: int, mode: str, timeout_s: float, extra=None) -> list[TrainClick]:
+async def train_at_once(
+    url: str, sessions: int, mode: str, timeout_s: float, extra=None, page: TrainPage = PAGES["learning"]
+) -> list[TrainClick]:
     barrier = asyncio.Barrier(sessions)
-    queries = [train_query(k, mode, extra) for k in range(sessions)]
-    return await asyncio.gather(*(click_train(url, q, barrier, timeout_s) for q in queries))
+    queries = [page.query(k, mode, extra) for k in range(sessions)]
+    return await asyncio.gather(*(click_train(url, q, barrier, timeout_s, page) for q in queries))
 
 
 def report(args, clicks: list[TrainClick], mem: dict[str, float], loads: tuple, command: str) -> tuple[str, bool]:
@@ -108,7 +133,7 @@ def report(args, clicks: list[TrainClick], mem: dict[str, float], loads: tuple, 
         ("server RSS ≤ 1 GB (1024 MB) all along", mem["peak"] <= 1024, f"peak {mem['peak']:.0f} MB"),
     ]
     lines = [
-        f"# Train at once: {len(clicks)} sessions, {args.train} settings",
+        f"# Train at once on the {args.train_page} page: {len(clicks)} sessions, {args.train} settings",
         "",
         f"- date: {datetime.datetime.now().astimezone():%Y-%m-%d %H:%M %Z}",
         f"- machine: {m['nproc']} CPUs ({m['cpu']}), {m['memory']} RAM; load average (1, 5, 15 min) before "
@@ -163,7 +188,9 @@ def train_main(args, command: str) -> bool:
         baseline = tree_rss_mb(srv.proc.pid)
         before = os.getloadavg()
         t0 = time.monotonic()
-        clicks = asyncio.run(train_at_once(srv.url, args.sessions, args.train, args.action_timeout, extra))
+        clicks = asyncio.run(
+            train_at_once(srv.url, args.sessions, args.train, args.action_timeout, extra, PAGES[args.train_page])
+        )
         mem = {"baseline": baseline, "peak": sampler.peak_between(t0, time.monotonic())}
         sampler.stop.set()
     loads = tuple(" ".join(f"{x:.1f}" for x in load) for load in (before, os.getloadavg()))
