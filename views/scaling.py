@@ -25,7 +25,7 @@ FORM_KEYS = (
     "bench_causal",
 )
 # A link that carries the form's settings fills the form in but measures nothing until "Run benchmark" is
-# pressed: a shared max n = 8192 would otherwise keep every student's first view busy for a minute.
+# pressed: a max n = 8192 sent round a class would otherwise keep every student's first view busy for a minute.
 WAITING = "_bench_waiting_for_submit"
 # A run measured while the server was busy, too noisy to state a slope or cut short for memory serves only the
 # session that measured it (tables.keepable): kept here, by setting, until its "Run benchmark" is pressed again.
@@ -55,7 +55,7 @@ def measure(method: str, settings: tables.LiveSettings, say):
         bar.progress(0.0, text=t("scaling.queue.waiting", ahead=ahead))
 
     # said in the URL while it waits and runs (a restart's new session tells the student), only when it measures:
-    # a rerun served from the store changes no address
+    # a rerun answered with a run the server kept changes no address
     with heavy.announced("benchmark"), heavy.heavy_slot(waiting):
         rows = tables.run_method(method, settings, progress)
     bar.empty()
