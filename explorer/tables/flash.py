@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 import torch
 
@@ -111,28 +112,25 @@ def tile_grid(n: int, block_q: int, block_k: int, causal: bool, query_block: int
     counts = computed_tiles(n, block_q, block_k, causal)
     check_int("query_block", query_block, minimum=0, maximum=len(counts) - 1)
     check_int("step", step, minimum=0, maximum=n_tiles(n, block_k) - 1)
-    rows = []
-    for b, computed in enumerate(counts):
-        for j in range(n_tiles(n, block_k)):
-            if j >= computed:
-                status = "skipped"
-            elif b != query_block:
-                status = "other block"
-            else:
-                status = "done" if j < step else "current" if j == step else "to do"
-            q0, k0 = b * block_q, j * block_k
-            rows.append(
-                {
-                    "q_block": b,
-                    "k_tile": j,
-                    "q_start": q0,
-                    "q_end": min(q0 + block_q, n),
-                    "k_start": k0,
-                    "k_end": min(k0 + block_k, n),
-                    "status": status,
-                }
-            )
-    return pd.DataFrame(rows)
+    # whole arrays, not a dict per tile: a 128 x 128 grid of 2 x 2 tiles has 4,096 of them
+    q_block, k_tile = (x.ravel() for x in np.meshgrid(range(len(counts)), range(n_tiles(n, block_k)), indexing="ij"))
+    status = np.select(
+        [k_tile >= np.asarray(counts)[q_block], q_block != query_block, k_tile < step, k_tile == step],
+        ["skipped", "other block", "done", "current"],
+        "to do",
+    )
+    q_start, k_start = q_block * block_q, k_tile * block_k
+    return pd.DataFrame(
+        {
+            "q_block": q_block,
+            "k_tile": k_tile,
+            "q_start": q_start,
+            "q_end": np.minimum(q_start + block_q, n),
+            "k_start": k_start,
+            "k_end": np.minimum(k_start + block_k, n),
+            "status": status.tolist(),
+        }
+    )
 
 
 @dataclass(frozen=True)

@@ -124,6 +124,22 @@ def test_tile_grid_covers_the_matrix_once_and_tracks_the_step(n, d, block_q, blo
     assert current in ("current", "skipped")
 
 
+@pytest.mark.parametrize("settings", [(128, 2, 2, True, 10, 5), (30, 8, 4, False, 1, 7), (4, 32, 2, True, 0, 1)])
+def test_the_tile_grid_made_as_arrays_equals_one_row_per_tile(settings):
+    """The grid is built from whole arrays (4,096 tiles at n = 128 with 2 x 2 tiles): the same rows, in the same
+    order and types, as a loop over the tiles gives."""
+    n, block_q, block_k, causal, query_block, step = settings
+    rows = []
+    for b, computed in enumerate(tables.computed_tiles(n, block_q, block_k, causal)):
+        for j in range(tables.n_tiles(n, block_k)):
+            mine = "done" if j < step else "current" if j == step else "to do"
+            status = "skipped" if j >= computed else "other block" if b != query_block else mine
+            q0, k0 = b * block_q, j * block_k
+            rows.append((b, j, q0, min(q0 + block_q, n), k0, min(k0 + block_k, n), status))
+    columns = ["q_block", "k_tile", "q_start", "q_end", "k_start", "k_end", "status"]
+    pd.testing.assert_frame_equal(tables.tile_grid(*settings), pd.DataFrame(rows, columns=columns), check_exact=True)
+
+
 def test_walkthrough_partials_are_attention_over_the_keys_seen():
     w = tables.walkthrough(48, 8, 8, 16, True, 3, seed=0)
     # float64 throughout: 1e-12 is thousands of ulps above the ~1e-16 rounding of sums of 48 products
