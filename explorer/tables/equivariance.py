@@ -23,7 +23,7 @@ from attn_core.bilinear import asymmetry, projected_scores
 from attn_core.masks import causal_mask
 from attn_core.naive import masked_softmax, naive_attention
 from attn_core.positional import sinusoidal_encoding
-from attn_core.symmetry import make_permutation, parse_permutation, permutation_matrix
+from attn_core.symmetry import make_permutation, parse_permutation
 from explorer import notes
 from explorer.ui.cache import cached
 
@@ -78,31 +78,40 @@ def _tokens_and_projections(n: int, d: int, seed: int, dtype: torch.dtype):
     return x.to(dtype), w.to(dtype)
 
 
-def self_attention(x: torch.Tensor, w: torch.Tensor, mask: torch.Tensor | None, pe: torch.Tensor | None):
-    """(output (n, d), weights (n, n)) of X' = X (+ PE) with Q, K, V = X' W_q, X' W_k, X' W_v."""
-    if pe is not None:
-        x = x + pe  # PE belongs to positions 0..n-1, whichever token sits there
-    q, k, v = x @ w[0], x @ w[1], x @ w[2]  # (n, d) each
-    return naive_attention(q, k, v, mask)
-
-
-def _compare(x, w, perm: tuple[int, ...], mask, pe):
-    """Weights of X and of P X, and the error max |Attention(P X) - P Attention(X)|."""
-    index = torch.tensor(perm)
-    out, a = self_attention(x, w, mask, pe)
-    out_p, a_p = self_attention(x[index], w, mask, pe)  # P X = X[perm]
-    return a, a_p, float((out_p - out[index]).abs().max())
-
-
 def _setup(n: int, d: int, perm: tuple[int, ...], seed: int, precision: str):
-    """Tokens, projections, max|V| (the scale of every output), the causal mask and the PE for one run."""
+    """Tokens, projections, the causal mask and the PE for one run."""
     if len(perm) != n:
         raise ValueError(f"perm must have n={n} entries, got {len(perm)}")
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {tuple(PRECISIONS)}, got {precision!r}")
     x, w = _tokens_and_projections(n, d, seed, PRECISIONS[precision])
-    max_abs_v = float((x @ w[2]).abs().max())  # PE-free, so every variant shares one tolerance
-    return x, w, max_abs_v, causal_mask(n), sinusoidal_encoding(n, d).to(x.dtype)
+    return x, w, causal_mask(n), sinusoidal_encoding(n, d).to(x.dtype)
+
+
+@cached(64)
+def variant_runs(n: int, d: int, perm: tuple[int, ...], seed: int, precision: str) -> dict:
+    """Every variant's weights of X and of P X and its error max |Attention(P X) - P Attention(X)|.
+
+    Returns {"runs": {(causal, positional): (A, A', error)}, "max_abs_v": max|V|, the scale of every output}.
+    A mask acts after the projections, so Q, K, V = X' W_q, X' W_k, X' W_v of X and of P X = X[perm], with and
+    without PE (X' = X + PE), are computed once for the four variants: the same products as a run per variant.
+    """
+    x, w, mask, pe = _setup(n, d, perm, seed, precision)
+
+    def projected(tokens: torch.Tensor, positional: bool):
+        if positional:
+            tokens = tokens + pe  # PE belongs to positions 0..n-1, whichever token sits there
+        return tokens @ w[0], tokens @ w[1], tokens @ w[2]  # (n, d) each
+
+    index = torch.tensor(perm)
+    plain = {positional: projected(x, positional) for positional in (False, True)}
+    permuted = {positional: projected(x[index], positional) for positional in (False, True)}
+    runs = {}
+    for _, causal, positional in VARIANTS:
+        out, a = naive_attention(*plain[positional], mask if causal else None)
+        out_p, a_p = naive_attention(*permuted[positional], mask if causal else None)
+        runs[causal, positional] = (a, a_p, float((out_p - out[index]).abs().max()))
+    return {"runs": runs, "max_abs_v": float(plain[False][2].abs().max())}  # PE-free: one tolerance for all
 
 
 @cached(64)
@@ -114,12 +123,11 @@ def weights_views(n: int, d: int, perm: tuple[int, ...], causal: bool, positiona
     error, tolerance, max_abs_v, eps, ulps (error in units of eps max|V|), weights_gap
     (max |A' - P A P^T|), weights_tolerance and equivariant (error <= tolerance).
     """
-    x, w, max_abs_v, mask, pe = _setup(n, d, perm, seed, precision)
-    a, a_p, error = _compare(x, w, perm, mask if causal else None, pe if positional else None)
-    p = permutation_matrix(perm, dtype=a.dtype)
-    pap = p @ a @ p.T  # exact: each entry is one weight times 1 plus zeros
-    rows, cols = (i.flatten() for i in torch.meshgrid(torch.arange(n), torch.arange(n), indexing="ij"))
+    run = variant_runs(n, d, perm, seed, precision)
+    (a, a_p, error), max_abs_v = run["runs"][causal, positional], run["max_abs_v"]
     shuffled = torch.tensor(perm)
+    pap = a[shuffled][:, shuffled]  # (P A Pᵀ)_ij = A[perm i, perm j]: the product with P's ones and zeros, exactly
+    rows, cols = (i.flatten() for i in torch.meshgrid(torch.arange(n), torch.arange(n), indexing="ij"))
     frames = []
     for name, m, token in (("A", a, torch.arange(n)), ("A′", a_p, shuffled), ("P A Pᵀ", pap, shuffled)):
         cells = {"query": rows.numpy(), "key": cols.numpy(), "weight": m.double().flatten().numpy()}
@@ -155,11 +163,11 @@ def variant_errors(n: int, d: int, perm: tuple[int, ...], seed: int, precision: 
     Columns: variant, causal, positional, error, shown (error clipped to LOG_FLOOR), exact_zero,
     tolerance, verdict ("equivariant"/"broken").
     """
-    x, w, max_abs_v, mask, pe = _setup(n, d, perm, seed, precision)
-    tol = tolerance(n, d, precision, max_abs_v)
+    run = variant_runs(n, d, perm, seed, precision)
+    tol = tolerance(n, d, precision, run["max_abs_v"])
     rows = []
     for label, causal, positional in VARIANTS:
-        _, _, error = _compare(x, w, perm, mask if causal else None, pe if positional else None)
+        error = run["runs"][causal, positional][2]
         rows.append(
             {
                 "variant": label,

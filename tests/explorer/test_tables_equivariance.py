@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from attn_core.naive import naive_attention
 from attn_core.positional import sinusoidal_encoding
+from attn_core.symmetry import permutation_matrix
 from explorer.charts import equivariance as charts
 from explorer.tables import equivariance as tables
 
@@ -115,6 +116,34 @@ def test_the_weights_are_only_shuffled_without_mask_or_positions(setup):
     assert plain["equivariant"] and plain["weights_gap"] <= plain["weights_tolerance"]  # "the same matrix"
     _, causal = tables.weights_views(n, d, perm, True, False, seed, precision)
     assert not causal["equivariant"] and causal["weights_gap"] > 100 * causal["weights_tolerance"]
+
+
+@settings(max_examples=20)
+@given(setups())
+def test_the_variants_share_their_projections_without_changing_a_bit(setup):
+    """One run per variant, as the page computed it before the four shared their projections: the same numbers."""
+    n, d, seed, perm, precision = setup
+    dtype, index = tables.PRECISIONS[precision], torch.tensor(perm)
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, d, generator=gen, dtype=torch.float64).to(dtype)
+    w = (torch.randn(3, d, d, generator=gen, dtype=torch.float64) / math.sqrt(d)).to(dtype)
+    pe, mask = sinusoidal_encoding(n, d).to(dtype), torch.ones(n, n, dtype=torch.bool).tril()
+
+    def attend(tokens, causal, positional):
+        tokens = tokens + pe if positional else tokens
+        return naive_attention(tokens @ w[0], tokens @ w[1], tokens @ w[2], mask if causal else None)
+
+    errors = tables.variant_errors(n, d, perm, seed, precision).set_index(["causal", "positional"]).error
+    for _, causal, positional in tables.VARIANTS:
+        (out, a), (out_p, a_p) = attend(x, causal, positional), attend(x[index], causal, positional)
+        error = float((out_p - out[index]).abs().max())
+        df, s = tables.weights_views(n, d, perm, causal, positional, seed, precision)
+        mats = {m: g.sort_values(["query", "key"]).weight.to_numpy().reshape(n, n) for m, g in df.groupby("matrix")}
+        p = permutation_matrix(perm, dtype=a.dtype)
+        assert (mats["A"] == a.double().numpy()).all() and (mats["A′"] == a_p.double().numpy()).all()
+        assert (mats["P A Pᵀ"] == (p @ a @ p.T).double().numpy()).all()
+        assert s["error"] == errors[causal, positional] == error
+        assert s["max_abs_v"] == float((x @ w[2]).abs().max())
 
 
 @pytest.mark.parametrize("precision", list(tables.PRECISIONS))
