@@ -107,3 +107,71 @@ def test_chart_builders_import_no_streamlit():
         if module.split(".")[0] == "streamlit" or module.startswith("explorer.ui")
     ]
     assert offenders == []
+
+
+# What a page may import (README, "Adding a page"): Streamlit's public API, the page's frame, the one chart call,
+# its URL-bound controls, its words, the shared claim line, training and the player, and its own tables and
+# charts. The caching and Streamlit's internals stay behind these (explorer.ui.cache, explorer.ui.internals).
+PAGE_API = {
+    "explorer.ui.page": None,  # any name
+    "explorer.ui.draw": {"chart"},
+    "explorer.ui.i18n": {"t", "td", "tl"},
+    "explorer.ui.claims": None,
+    "explorer.ui.training": None,
+    "explorer.ui.player": None,
+}
+PAGE_MODULES = {"explorer.ui": {"state", "claims", "training", "player"}}
+# The two pages about the other pages: the registry, the glossary's terms and the pages' titles.
+ABOUT_PAGES = {"explorer.ui.registry": None, "explorer.ui.glossary": None, "explorer.ui.sidebar": {"page_title"}}
+# What the scaling page still takes from the machinery (issue 24): the server's benchmark line (explorer.ui.heavy),
+# a deferred download of its results (draw.pinned), and every language's column names for that file. Nothing may
+# be added to this list; it shrinks as the page moves.
+LEFT = {
+    "scaling": {
+        "explorer.ui.heavy",
+        "explorer.ui.draw.pinned",
+        "explorer.ui.i18n.LANGUAGES",
+        "explorer.ui.i18n.catalog",
+    }
+}
+# A page whose tables and charts modules are named otherwise (shared by two pages, or named by their subject).
+OWN = {"flash_walkthrough": "flash", "learning_scale": "learning"}
+NEVER_ST = {"cache_data", "cache_resource"}  # a page's results are cached by its tables functions (@cached)
+
+
+def _page_offences(path: pathlib.Path) -> list[str]:
+    import ast
+
+    name, tree = path.stem, ast.parse(path.read_text())
+    mine = OWN.get(name, name)
+    own = {f"explorer.tables.{mine}", f"explorer.charts.{mine}", "explorer.notes"}  # notes: the notes' claims
+    allowed = PAGE_API | (ABOUT_PAGES if name in ("home", "glossary") else {})
+    bad = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("explorer"):
+            module, names = node.module, {a.name for a in node.names}
+            if module in PAGE_MODULES:
+                bad += [f"{module}.{n}" for n in names - PAGE_MODULES[module]]
+                bad += [f"{module}.{a.name} as {a.asname}" for a in node.names if a.asname]
+            elif module in allowed:
+                bad += [f"{module}.{n}" for n in names - (allowed[module] or names)]
+            elif module in ("explorer.tables", "explorer.charts"):
+                bad += [f"{module}.{n}" for n in names if n != mine]
+            elif module == "explorer":
+                bad += [f"explorer.{n}" for n in names - {"notes"}]
+            elif module not in own:
+                bad.append(module)
+        elif isinstance(node, ast.Import):
+            bad += [a.name for a in node.names if a.name.startswith("explorer") or a.name.startswith("streamlit.")]
+        elif isinstance(node, ast.Attribute) and node.attr in NEVER_ST and getattr(node.value, "id", "") == "st":
+            bad.append(f"st.{node.attr}")
+        elif isinstance(node, ast.keyword) and node.arg == "data_key":
+            bad.append("data_key=")
+    return [f"{path.name}: {b}" for b in bad if b not in LEFT.get(name, ())]
+
+
+def test_pages_use_only_the_page_api():
+    """A page reads as its controls, its one call per chart and its words: no caching helper, store or Streamlit
+    cache decorator in a view (tables functions cache themselves with @cached, draw.chart keys its specs)."""
+    offences = [o for path in sorted((ROOT / "views").glob("*.py")) for o in _page_offences(path)]
+    assert offences == []

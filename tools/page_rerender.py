@@ -6,9 +6,9 @@
 Two clients. `apptest` (the default) runs the app in this process with Streamlit's AppTest and drives every kind
 of control; AppTest always reruns the whole page. `ws` starts `streamlit run app.py` and drives it over its
 websocket protocol as a browser does (tools/ws_client.py: sliders, select sliders, checkboxes and toggles of the
-main area): a control drawn inside a section (st.fragment, explorer.ui.frame.section) reruns only that section,
+main area): a control drawn inside a section (st.fragment, explorer.ui.page.section) reruns only that section,
 and that run is what is measured. The server writes each run's script-thread CPU to the file named by
-ATTN_RUN_CPU_LOG (app.py for a whole run, frame.section for a section run alone).
+ATTN_RUN_CPU_LOG (app.py for a whole run, page.section for a section run alone).
 
 For each page: one run at defaults (fills the caches), then, `rounds` times, every control in turn is set to
 a random valid value ("first": the first visit to that value may compute), set back to its previous value and
@@ -129,7 +129,7 @@ async def _measure_ws(url: str, path: str, rounds: int, seed: int, log: pathlib.
             if run.errors:
                 raise SystemExit(f"{path}: {run.errors[0]}")
             lines, seen = _new_lines(log, seen)
-            if not lines:  # a fragment that is not a frame.section logs nothing: not measured, not counted as 0
+            if not lines:  # a fragment that is not a page.section logs nothing: not measured, not counted as 0
                 out["unlogged"] += 1
                 return
             out[f"{kind}_cpu"].append(sum(ms for _, ms in lines))
