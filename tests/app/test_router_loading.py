@@ -52,7 +52,7 @@ def test_load_modules_imports_what_every_page_imports_before_any_page_runs():
         "print(json.dumps(sorted(sys.modules)))"
     )
     wanted = _imported_by_scripts()
-    assert {"attn_core.learn", "explorer.ui.frame", "torch"} <= wanted  # the router and the pages were read
+    assert {"attn_core.learn", "explorer.ui.sidebar", "torch"} <= wanted  # the router and the pages were read
     assert wanted <= set(got), sorted(wanted - set(got))
     assert {"explorer.tables.scaling", "explorer.charts.flash"} <= set(got)  # `from package import module` too
 
