@@ -135,7 +135,7 @@ def trained_reruns() -> dict:
 
     with one_thread():
         pair = tables.train_pair(tables.pair_config(tables.DEFAULT_STEPS, 0))
-        training.results().put(("induction", tables.DEFAULT_STEPS, 0), pair)
+        training.shelve(("induction", tables.DEFAULT_STEPS, 0), pair)
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)
     at.switch_page("views/induction.py")
     at.run()
