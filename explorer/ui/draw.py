@@ -85,7 +85,7 @@ def _build(builder, args: tuple, kwargs: dict, properties: dict, big: bool) -> d
 
 
 def _draw(spec: dict, data: pd.DataFrame | None, name: str, where, width) -> None:
-    spec = {"padding": CHART_PADDING, **spec}  # a new dict: the stored spec stays as it was built
+    spec = {"padding": CHART_PADDING, **_color_copied(spec)}  # the stored spec stays as it was built
     spec = projected(spec) if projector() else fitted(spec)
     where.vega_lite_chart(spec, width=width)
     row = where.container(horizontal=True, gap="small")
@@ -113,6 +113,19 @@ def _draw(spec: dict, data: pd.DataFrame | None, name: str, where, width) -> Non
         icon=":material/image:",
         help=t("common.frame.svg_help"),
     )
+
+
+def _color_copied(spec: dict) -> dict:
+    """spec with its top-level colour channel (and legend) copied: st.vega_lite_chart turns a null legend title
+    there into " " in place (Streamlit 1.67, a Vega-Lite workaround), which would change the spec every session
+    shares after its first drawing (check mode found it)."""
+    encoding = spec.get("encoding")
+    color = encoding.get("color") if isinstance(encoding, dict) else None
+    if not isinstance(color, dict):
+        return spec
+    legend = color.get("legend")
+    color = {**color, "legend": {**legend}} if isinstance(legend, dict) else {**color}
+    return {**spec, "encoding": {**encoding, "color": color}}
 
 
 # --- the server's path: data as Arrow, never as rows of JSON -------------------------------------------------------

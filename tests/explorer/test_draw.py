@@ -154,6 +154,35 @@ def test_check_mode_catches_a_chart_builder_that_changes_its_arguments():
         spec_of(popping_bars, ROW, dict(TEXT), NAMES)
 
 
+def untitled_legend(row: pd.DataFrame):
+    import altair as alt
+
+    return alt.Chart(row).mark_bar().encode(x="key:O", y="weight:Q", color=alt.Color("series:N", title=None))
+
+
+def _draw_twice():
+    import pandas as pd
+
+    from explorer.ui.draw import chart
+    from tests.explorer.test_draw import untitled_legend
+
+    row = pd.DataFrame({"key": [0, 1], "weight": [0.5, 0.5], "series": ["a", "b"]})
+    chart(untitled_legend, row, name="first", data=row)
+    chart(untitled_legend, row, name="second", data=row)
+
+
+def test_drawing_a_chart_leaves_its_stored_spec_as_it_was_built():
+    """Streamlit patches a null legend title in the spec it is handed; the spec every session shares stays as built
+    (the second drawing is a hit, rebuilt and compared in check mode)."""
+    from streamlit.testing.v1 import AppTest
+
+    with check():
+        at = AppTest.from_function(_draw_twice, default_timeout=30)
+        at.run()
+    assert not at.exception, at.exception[0].message
+    assert len(at.get("vega_lite_chart")) == 2
+
+
 def test_a_facet_header_quotes_its_word_as_a_string_literal():
     from explorer.charts.common import prefixed_header
 
