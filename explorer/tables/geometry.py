@@ -4,9 +4,6 @@ output = sum_i alpha_i v_i,  alpha_i >= 0,  sum_i alpha_i = 1   ->  output lies 
 alpha_i = exp(q.k_i / (sqrt(d) T)) / sum_j exp(q.k_j / (sqrt(d) T))  =  Nadaraya-Watson, exponential kernel
 
 The functions the page calls keep their results for the whole server (@cached), shared and read-only.
-
-The functions that compute with torch run on one CPU thread (one_thread): their tensors are small, and on a busy
-server a second OpenMP thread spins for a core other sessions hold (benchmarks/first_visit_tables.md).
 """
 
 from __future__ import annotations
@@ -19,7 +16,6 @@ import torch
 from torch import nn
 
 from attn_core._checks import check_int, check_positive
-from attn_core.learn.threads import one_thread
 from attn_core.naive import naive_attention
 from attn_core.regression import AdditiveAttention, nadaraya_watson, parameter_count
 from attn_core.stats import cosine_similarity_samples, score_statistics
@@ -105,7 +101,6 @@ def value_points(n_points: int, seed: int) -> np.ndarray:
 
 
 @cached(64)
-@one_thread()
 def hull_view(n_points: int, q_x: float, q_y: float, temperature: float, seed: int):
     """Everything the 2-D picture shows, with the keys equal to the values.
 
@@ -154,7 +149,6 @@ def target_function(x: np.ndarray) -> np.ndarray:
 
 
 @cached(64)
-@one_thread()
 def regression_1d(n_samples: int, noise: float, bandwidth: float, seed: int):
     """Noisy samples of sin(2x) + 0.3x and the Nadaraya-Watson curves of both kernels.
 
@@ -202,7 +196,6 @@ def _additive(d: int, hidden: int, gen: torch.Generator) -> AdditiveAttention:
 
 
 @cached(64)
-@one_thread()
 def parity_samples(d: int, hidden: int, seed: int, n_pairs: int = PARITY_PAIRS):
     """score(q, k) against score(-q, -k) for random pairs, additive and scaled dot-product.
 
@@ -247,7 +240,6 @@ def cosine_density(t: np.ndarray, d: int) -> np.ndarray:
 
 
 @cached(64)
-@one_thread()
 def cosine_histogram(d: int, n_pairs: int, seed: int):
     """Histogram density of cos(theta) for n_pairs random pairs in d dimensions, and the exact density.
 
@@ -273,7 +265,6 @@ def three_sd_band(cos: torch.Tensor, d: int) -> dict[str, float]:
 
 
 @cached(8)
-@one_thread()
 def cosine_variance_sweep(n_pairs: int, seed: int) -> pd.DataFrame:
     """Measured Var cos(theta) with its standard error against the theory 1/d, for d = 2 .. 1024."""
     rows = []

@@ -5,9 +5,6 @@ PE(i) . PE(j) = sum_i cos((i - j) w_i)            a function of the offset i - j
 PE(pos + k) = M_k PE(pos)                          M_k: one 2x2 rotation by k w_i per frequency
 
 The functions the page calls keep their results for the whole server (@cached), shared and read-only.
-
-The functions that compute with torch run on one CPU thread (one_thread): their tensors are small, and on a busy
-server a second OpenMP thread spins for a core other sessions hold (benchmarks/first_visit_tables.md).
 """
 
 from __future__ import annotations
@@ -18,7 +15,6 @@ import pandas as pd
 import torch
 
 from attn_core._checks import check_int
-from attn_core.learn.threads import one_thread
 from attn_core.naive import naive_attention
 from attn_core.positional import frequencies, shift_matrix, single_period_encoding, sinusoidal_encoding
 from attn_core.symmetry import equivariance_error, make_permutation
@@ -40,7 +36,6 @@ def _cells(x: torch.Tensor, row: str, col: str, value: str, rows=None, cols=None
 
 
 @cached(32)
-@one_thread()
 def encoding_table(n: int, d_model: int, base: float) -> pd.DataFrame:
     """PE for positions 0..n-1, one row per (position, dimension); thinned to at most MAX_CELLS cells."""
     pe = sinusoidal_encoding(n, d_model, base=base)  # (n, d)
@@ -56,7 +51,6 @@ def periods(d_model: int, base: float) -> tuple[float, float]:
 
 
 @cached(32)
-@one_thread()
 def gram_by_offset(n: int, d_model: int, base: float) -> tuple[pd.DataFrame, pd.DataFrame, float]:
     """All n^2 dot products p_i . p_j grouped by offset i - j.
 
@@ -82,7 +76,6 @@ def gram_by_offset(n: int, d_model: int, base: float) -> tuple[pd.DataFrame, pd.
 
 
 @cached(64)
-@one_thread()
 def shift_check(pos: int, k: int, d_model: int, base: float, n: int, freq: int) -> dict:
     """PE(pos + k) against M_k PE(pos), at `pos` and at every position 0..n-1 with the same M_k.
 
@@ -107,7 +100,6 @@ def shift_check(pos: int, k: int, d_model: int, base: float, n: int, freq: int) 
 
 
 @cached(64)
-@one_thread()
 def rotation_circle(n: int, d_model: int, base: float, freq: int, pos: int, k: int) -> pd.DataFrame:
     """(sin, cos) of frequency `freq` for positions 0..n-1 and pos, pos + k: points on the unit circle.
 
@@ -146,7 +138,6 @@ def pairwise_coprime(periods: tuple[int, ...]) -> bool:
 
 
 @cached(64)
-@one_thread()
 def first_collision(periods: tuple[int, ...], limit: int = SEARCH_LIMIT) -> int | None:
     """Smallest p in 1..limit whose code equals position 0's, found by comparing codes; None if none.
 
@@ -160,7 +151,6 @@ def first_collision(periods: tuple[int, ...], limit: int = SEARCH_LIMIT) -> int 
 
 
 @cached(64)
-@one_thread()
 def aliasing_table(periods: tuple[int, ...], n: int) -> pd.DataFrame:
     """Distance from position 0's code for positions 0..n-1: the first period alone, and all periods together.
 
@@ -176,7 +166,6 @@ def aliasing_table(periods: tuple[int, ...], n: int) -> pd.DataFrame:
 
 
 @cached(32)
-@one_thread()
 def equivariance_sweep(
     n: int, d_model: int, base: float, kind: str, amplitudes: tuple[float, ...], seed: int
 ) -> pd.DataFrame:

@@ -1,9 +1,6 @@
 """Tables for "Why divide by sqrt(d_k)": score histograms, variance against d_k, one softmax row.
 
 The functions the page calls keep their results for the whole server (@cached), shared and read-only.
-
-The functions that compute with torch run on one CPU thread (one_thread): their tensors are small, and on a busy
-server a second OpenMP thread spins for a core other sessions hold (benchmarks/first_visit_tables.md).
 """
 
 from __future__ import annotations
@@ -14,7 +11,6 @@ import numpy as np
 import pandas as pd
 import torch
 
-from attn_core.learn.threads import one_thread
 from attn_core.naive import masked_softmax
 from attn_core.stats import sample_score_prefixes, sample_scores, score_statistics, theoretical_score_variance
 from explorer.ui.cache import cached
@@ -28,7 +24,6 @@ def _gaussian(x: np.ndarray, var: float) -> np.ndarray:
 
 
 @cached(32)
-@one_thread()
 def score_histograms(d_k: int, n_pairs: int, distribution: str, mean: float, seed: int):
     """Histogram densities of unscaled and scaled scores with N(0, d_k) and N(0, 1) beside them.
 
@@ -57,7 +52,6 @@ def series_bars(d_k: int, n_pairs: int, distribution: str, mean: float, seed: in
 
 
 @cached(16)
-@one_thread()
 def variance_sweep(n_pairs: int, distribution: str, mean: float, seed: int) -> pd.DataFrame:
     """Empirical Var(q.k) for d_k = 1..1024 with its standard error and the theory line."""
     scores = sample_score_prefixes(D_K_SWEEP, n_pairs, distribution=distribution, mean=mean, seed=seed)
@@ -70,7 +64,6 @@ def variance_sweep(n_pairs: int, distribution: str, mean: float, seed: int) -> p
 
 
 @cached(64)
-@one_thread()
 def softmax_row(d_k: int, n_keys: int, temperature: float, seed: int) -> pd.DataFrame:
     """One query against n_keys keys: softmax weights of the unscaled and the scaled logits.
 
