@@ -127,8 +127,12 @@ def _import_all(done: concurrent.futures.Future) -> None:
     except BaseException as e:  # noqa: BLE001 - handed to every run that waits for the load
         done.set_exception(e)
     else:
+        # A thread the interpreter waits for at exit (daemon=False: a daemon thread's threads are daemons by
+        # default), started before the waiting runs are released, one of which may end the process: exiting halfway
+        # through importing torch's compiler (Triton's native library among it) aborted the process ("terminate
+        # called without an active exception": 4 of 8 interpreters that ended right after the load, measured).
+        threading.Thread(target=_warm_after_load, name="torch-warmer", daemon=False).start()
         done.set_result(None)
-        _warm_after_load()
 
 
 def start_loading() -> concurrent.futures.Future:

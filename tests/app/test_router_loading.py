@@ -102,6 +102,8 @@ def test_the_loader_warms_the_first_uses_that_import_more():
         "from explorer.ui import router\n"
         "router.load_modules()\n"
         "at_load = [m in sys.modules for m in ('pyarrow.pandas_compat', 'narwhals._pandas_like.dataframe')]\n"
+        "import threading\n"
+        "daemon = [t.daemon for t in threading.enumerate() if t.name == 'torch-warmer']\n"
         "warmed = router.warmed(240)\n"
         "import gc\n"
         "tracked = len(gc.get_objects())\n"
@@ -110,9 +112,10 @@ def test_the_loader_warms_the_first_uses_that_import_more():
         "(w * w).backward(torch.ones(3))\n"
         "torch.optim.Adam([w], lr=0.1).step()\n"
         "print(json.dumps(dict(at_load=at_load, warmed=warmed, sympy='sympy' in before, few=tracked < 20000,\n"
-        "                      new=sorted(set(sys.modules) - before))))"
+        "                      daemon=daemon, new=sorted(set(sys.modules) - before))))"
     )
-    assert got == {"at_load": [True, True], "warmed": True, "sympy": True, "few": True, "new": []}
+    expected = {"at_load": [True, True], "warmed": True, "sympy": True, "few": True, "new": []}
+    assert got == {**expected, "daemon": [False]}  # the interpreter waits for it: one ended mid-import aborted
 
 
 # Prints, for an import of the module named by argv[1] after torch's, each module it brings and the modules this
