@@ -77,7 +77,7 @@ def variant_errors_log(
     )
     y = alt.Y("variant:N", sort=list(df.variant), title=None, axis=alt.Axis(labelExpr=label_expr(variants)))
     bars = (
-        alt.Chart(data)
+        alt.Chart()  # the layer's data (below)
         .mark_bar(strokeWidth=2.5)
         .encode(
             x=x,
@@ -93,14 +93,15 @@ def variant_errors_log(
             ],
         )
     )
-    labels = alt.Chart(data).mark_text(align="left", dx=5, fontSize=12).encode(x=x, y=y, text=alt.Text("label:N"))
+    labels = alt.Chart().mark_text(align="left", dx=5, fontSize=12).encode(x=x, y=y, text=alt.Text("label:N"))
     tol = alt.Chart(data.iloc[:1]).mark_rule(color="#444", strokeDash=[6, 3]).encode(x=alt.X("tolerance:Q"))
     tol_label = (
         alt.Chart(data.iloc[:1])
         .mark_text(align="center", baseline="bottom", y=-3, color="#444", text=text["tolerance"])
         .encode(x=alt.X("tolerance:Q"))
     )
-    return (bars + labels + tol + tol_label).properties(title=text["title"], height=HEIGHT)
+    # one alt.layer, not bars + labels + ...: each + deep-copies the layers so far (12 of this chart's 28 ms)
+    return alt.layer(bars, labels, tol, tol_label, data=data).properties(title=text["title"], height=HEIGHT)
 
 
 def projection_heatmap(cells: pd.DataFrame, matrix: str, value: str, text: Mapping[str, str], limit: float):

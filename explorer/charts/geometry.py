@@ -97,7 +97,7 @@ def hull_picture(
     halo = base.mark_text(**label, color="white", stroke="white", strokeWidth=4)  # legible on the grid lines
     labels = base.mark_text(**label, color="#333333")
     return (
-        (lines + values + special + halo + labels)
+        alt.layer(lines, values, special, halo, labels)  # one layer: each + deep-copies the layers so far
         .resolve_scale(color="independent", size="independent")  # the outlines and markers keep their own colours
         # pad: the plot itself SQUARE x SQUARE, title and legend around it (Streamlit's default, fit, squeezed them
         # into 430 px and the plot to about 430 x 300: y units 0.7 of x units, angles and distances wrong)
