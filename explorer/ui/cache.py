@@ -303,13 +303,16 @@ def cached(max_entries: int, *, exact: bool = True):
         def call(*args, **kwargs):
             key = lambda: call_key(fn, args, kwargs)  # noqa: E731
             where = (name, *key())
-            if exact and checking():
-                build = lambda: rebuilt(lambda: fn(*args, **kwargs), key, where[1:], name)  # noqa: E731
-                return _checked(kept, where, build)
             results = this_run().setdefault("tables", {})  # this run's results of @cached functions, by call
             result = results.get(where)
-            if result is None:
-                result = results[where] = kept.get_once(where, lambda: _remembered(fn(*args, **kwargs), where))
+            if result is not None:  # in check mode too: the first hit of a run was rebuilt and compared
+                return result
+            if exact and checking():
+                build = lambda: rebuilt(lambda: fn(*args, **kwargs), key, where[1:], name)  # noqa: E731
+                result = _checked(kept, where, build)
+            else:
+                result = kept.get_once(where, lambda: _remembered(fn(*args, **kwargs), where))
+            results[where] = result
             return result
 
         call.clear = kept.clear

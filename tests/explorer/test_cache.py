@@ -243,6 +243,28 @@ def test_check_mode_catches_a_shared_result_changed_in_place():
         parts(2)
 
 
+def test_check_mode_rebuilds_the_first_hit_of_each_run_only(monkeypatch):
+    """What a run asked for once is answered again without a rebuild (the page's own repeats cost nothing more);
+    the next run's first hit is rebuilt and compared again."""
+
+    class Context:
+        cursors: dict = {}
+
+    ctx, calls = Context(), []
+    monkeypatch.setattr(internals, "get_script_run_ctx", lambda suppress_warning=False: ctx)
+
+    @cached(4)
+    def table(n: int) -> pd.DataFrame:
+        calls.append(n)
+        return weights_table(n)
+
+    with check():
+        first = table(4)
+        assert table(4) is first and calls == [4]
+        ctx.cursors = {}  # the next run: a hit, rebuilt once
+        assert table(4) is first and table(4) is first and calls == [4, 4]
+
+
 def test_check_mode_catches_a_function_that_changes_its_arguments():
     @cached(4)
     def sorted_names(names: list) -> tuple:
