@@ -33,7 +33,7 @@ SPECS = Store(256)  # built chart specs, by builder, arguments, properties and p
 def chart(
     builder,
     *args,
-    name: str | None = None,
+    name: str,
     data: pd.DataFrame | None = None,
     where=None,
     width="stretch",
@@ -47,15 +47,10 @@ def chart(
     argument with no key raises TypeError naming it: see explorer.ui.cache.key_of). In projector mode the chart's
     type, marks and fixed sizes grow (explorer.charts.projector). Both files are made only when their button is
     clicked (see `pinned`: a rerun costs nothing for them).
-
-    The older form chart(figure_or_spec, data, name, where=...) is still drawn, until every page has moved.
     """
     if isinstance(builder, (dict, alt.TopLevelMixin)):
-        spec = wire(builder)  # a spec from spec_of arrives projected; any other is projected in _draw
-        data, name = (list(args) + [data, name])[:2] if args else (data, name)
-    else:
-        spec = spec_for(builder, args, kwargs, properties or {})
-    _draw(spec, data, name, where or st, width)
+        raise TypeError("chart() takes a chart builder and its inputs, not a built chart: chart(charts.x, a, name=...)")
+    _draw(spec_for(builder, args, kwargs, properties or {}), data, name, where or st, width)
 
 
 def spec_for(builder, args: tuple, kwargs: dict, properties: dict) -> dict:

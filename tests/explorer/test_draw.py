@@ -183,6 +183,13 @@ def test_drawing_a_chart_leaves_its_stored_spec_as_it_was_built():
     assert len(at.get("vega_lite_chart")) == 2
 
 
+def test_chart_takes_a_builder_not_a_built_chart():
+    from explorer.ui.draw import chart
+
+    with pytest.raises(TypeError, match="chart builder"):  # the spec would be built on every run, keyed by nothing
+        chart(charts.softmax_bars(ROW, TEXT, NAMES), name="bars")
+
+
 def test_a_facet_header_quotes_its_word_as_a_string_literal():
     from explorer.charts.common import prefixed_header
 
