@@ -69,8 +69,13 @@ def spec_for(builder, args: tuple, kwargs: dict, properties: dict) -> dict:
     return SPECS.get_once(key, build)
 
 
-def _qualified(fn) -> str:
-    return f"{fn.__module__}.{fn.__qualname__}"
+def _qualified(builder) -> str:
+    """The builder's name in the store's key. Only a function defined at the top of a module has a name that is its
+    own: two lambdas, or two closures made by one function, share one, and one chart would be drawn for the other."""
+    name = getattr(builder, "__qualname__", None)
+    if not callable(builder) or not isinstance(name, str) or "<" in name:
+        raise TypeError(f"chart() takes a chart builder defined at the top of a module, not {builder!r}")
+    return f"{builder.__module__}.{name}"
 
 
 def _build(builder, args: tuple, kwargs: dict, properties: dict, big: bool) -> dict:
@@ -86,27 +91,24 @@ def _draw(spec: dict, data: pd.DataFrame | None, name: str, where, width) -> Non
     row = where.container(horizontal=True, gap="small")
     if data is not None:
         headers = td("common.csv_columns")  # read in the script's thread: the language is the session's
-        row.download_button(
-            t("common.frame.csv"),
-            data=pinned(lambda: csv_text(data, headers), "text/csv", f"{name}.csv"),
-            file_name=f"{name}.csv",
-            mime="text/csv",
-            key=f"csv_{name}",
-            on_click="ignore",
-            type="tertiary",
-            icon=":material/download:",
-            help=t("common.frame.csv_help"),
-        )
+        csv = lambda: csv_text(data, headers)  # noqa: E731
+        _export(row, t("common.frame.csv"), csv, f"{name}.csv", "text/csv", ":material/download:", "csv_help")
+    _export(row, "SVG", lambda: svg(spec), f"{name}.svg", "image/svg+xml", ":material/image:", "svg_help")
+
+
+def _export(row, label: str, make, file_name: str, mime: str, icon: str, help_key: str) -> None:
+    """One export button under a chart, keyed by its file's type and name; make() runs on the click only."""
+    stem, _, kind = file_name.rpartition(".")
     row.download_button(
-        "SVG",
-        data=pinned(lambda: svg(spec), "image/svg+xml", f"{name}.svg"),
-        file_name=f"{name}.svg",
-        mime="image/svg+xml",
-        key=f"svg_{name}",
+        label,
+        data=pinned(make, mime, file_name),
+        file_name=file_name,
+        mime=mime,
+        key=f"{kind}_{stem}",
         on_click="ignore",
         type="tertiary",
-        icon=":material/image:",
-        help=t("common.frame.svg_help"),
+        icon=icon,
+        help=t(f"common.frame.{help_key}"),
     )
 
 

@@ -190,6 +190,23 @@ def test_chart_takes_a_builder_not_a_built_chart():
         chart(charts.softmax_bars(ROW, TEXT, NAMES), name="bars")
 
 
+def titled(title: str):
+    def bars(row: pd.DataFrame, text: dict, names: dict):
+        return charts.softmax_bars(row, {**text, "title": title}, names)
+
+    return bars
+
+
+def test_a_builder_without_a_name_of_its_own_is_refused():
+    """Specs are kept by the builder's module and __qualname__: two closures of one function (or two lambdas) share
+    it, so the second would be answered with the first one's chart."""
+    with pytest.raises(TypeError, match="top of a module"):
+        spec_of(titled("first"), ROW, TEXT, NAMES)
+    with pytest.raises(TypeError, match="top of a module"):
+        spec_of(lambda row, text, names: charts.softmax_bars(row, text, names), ROW, TEXT, NAMES)
+    assert spec_of(titled_bars, ROW, TEXT, NAMES)["datasets"]  # a function of a module is drawn
+
+
 def test_a_facet_header_quotes_its_word_as_a_string_literal():
     from explorer.charts.common import prefixed_header
 
