@@ -137,8 +137,12 @@ def untrained_pair(pair: Pair) -> Pair:
         return Pair(*(_train_one(cfg, lambda _: False, None, 0, 1) for cfg in pair))
 
 
-# exact=False: a run built again differs from the kept one in its seconds, which check mode would call a wrong key.
-@cached(16, exact=False)  # per entry two step-0 models: well under a megabyte
+def _reproducible(pair: Pair) -> tuple:
+    """What a rebuilt pair reproduces: all but its seconds."""
+    return tuple((run.config, run.snapshots, run.state, run.stopped) for run in pair)
+
+
+@cached(16, compared=_reproducible)  # per entry two step-0 models: well under a megabyte
 def untrained(steps: int, seed: int) -> Pair:
     """untrained_pair of the page's settings, shared (read-only), with the cache_key of its settings so that
     @cached tables functions take it like a trained pair."""

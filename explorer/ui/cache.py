@@ -286,7 +286,7 @@ def store(name: str, size: int) -> Store:
 
 
 # --- @cached ---------------------------------------------------------------------------------------------------------
-def cached(max_entries: int, *, exact: bool = True):
+def cached(max_entries: int, *, exact: bool = True, compared: Callable[[object], object] | None = None):
     """Decorator of an explorer.tables function: its results kept for the whole server by key_of(its arguments),
     the last `max_entries` of them. Each is computed once even when a class misses it at once (Store.get_once),
     answered within one run without a look-up, and the frames in it (itself, the parts of a tuple, the values of a
@@ -294,7 +294,9 @@ def cached(max_entries: int, *, exact: bool = True):
     callable outside Streamlit (the tests call it directly); `fn.clear()` empties its store.
 
     exact=False: the function measures (timings), so its results differ from call to call and check mode leaves
-    them alone."""
+    them alone. compared: for a result that holds something a rebuild never reproduces (a model object, its
+    seconds) beside numbers it does: check mode compares compared(kept) with compared(rebuilt), so its key is still
+    checked."""
 
     def decorate(fn):
         name, kept = _name(fn), Store(max_entries)
@@ -309,7 +311,7 @@ def cached(max_entries: int, *, exact: bool = True):
                 return result
             if exact and checking():
                 build = lambda: rebuilt(lambda: fn(*args, **kwargs), key, where[1:], name)  # noqa: E731
-                result = _checked(kept, where, build)
+                result = _checked(kept, where, build, compared)
             else:
                 result = kept.get_once(where, lambda: _remembered(fn(*args, **kwargs), where))
             results[where] = result
@@ -321,12 +323,14 @@ def cached(max_entries: int, *, exact: bool = True):
     return decorate
 
 
-def _checked(kept: Store, where: tuple, build: Callable[[], object]):
-    """In check mode: a hit is rebuilt and compared with the kept value; a miss is built and kept."""
+def _checked(kept: Store, where: tuple, build: Callable[[], object], compared: Callable | None = None):
+    """In check mode: a hit is rebuilt and compared with the kept value (compared(...) of each, if given); a miss is
+    built and kept."""
     value = kept.peek(where)
     if value is None:
         return kept.get_once(where, lambda: _remembered(build(), where))
-    verify(value, build(), f"{where[0]} with key {where[1:]!r:.300}")
+    part = compared or (lambda result: result)
+    verify(part(value), part(build()), f"{where[0]} with key {where[1:]!r:.300}")
     return value
 
 

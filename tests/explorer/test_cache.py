@@ -325,3 +325,40 @@ def test_a_cache_key_error_is_never_turned_into_a_friendly_message():
 
     with pytest.raises(CacheKeyError), friendly_errors("part"):
         raise CacheKeyError("kept result differs")
+
+
+class Timed:
+    """A result with a part no rebuild reproduces (its seconds) beside numbers that are reproducible."""
+
+    def __init__(self, numbers: list, seconds: float):
+        self.numbers, self.seconds = numbers, seconds
+
+
+def test_check_mode_compares_what_a_rebuild_reproduces_of_a_result():
+    clock, offset = iter(range(100)), [0]
+    run = cached(4, compared=lambda r: r.numbers)(lambda n: Timed([n + offset[0]], next(clock)))
+    with check():
+        assert run(3) is run(3)  # the seconds differ; the numbers agree
+        offset[0] = 1  # an input the key misses
+        with pytest.raises(CacheKeyError, match="with key"):
+            run(3)
+
+
+def test_check_mode_checks_the_keys_of_the_untrained_runs(monkeypatch):
+    """The pages' untrained runs hold a model and their seconds, which no rebuild reproduces; their numbers are
+    compared, so a key that misses an input fails (here: a config built with another seed)."""
+    from explorer.tables import induction, learning
+
+    settings = ("reverse", 32, 1, 1, learning.AUTO, 100, True, 0)
+    with check():
+        learning.untrained_run(*settings)
+        assert learning.untrained_run(*settings) is learning.untrained_run(*settings)
+        induction.untrained(induction.STEPS[0], 0)
+        assert induction.untrained(induction.STEPS[0], 0) is induction.untrained(induction.STEPS[0], 0)
+        config, pair_config = learning.learn_config, induction.pair_config
+        monkeypatch.setattr(learning, "learn_config", lambda *a: dataclasses.replace(config(*a), seed=1))
+        monkeypatch.setattr(induction, "pair_config", lambda steps, seed: pair_config(steps, seed + 1))
+        with pytest.raises(CacheKeyError, match="untrained_run with key"):
+            learning.untrained_run(*settings)
+        with pytest.raises(CacheKeyError, match="untrained with key"):
+            induction.untrained(induction.STEPS[0], 0)
