@@ -1,6 +1,6 @@
 """What the router (app.py) does around the pages: load every module once, in one thread, before any page runs (the
-page asked for shows its title and lede meanwhile), and let a page's st.stop() end that page instead of the
-router's whole run."""
+page asked for shows its title and lede meanwhile), then warm torch's first uses beside the pages (warm_torch), and
+let a page's st.stop() end that page instead of the router's whole run."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ SCRIPTS = (ROOT / "app.py", ROOT / "views")  # the router and the folder of page
 
 _loading = threading.Lock()
 _load: concurrent.futures.Future | None = None  # the page-loading thread's outcome (None: not started yet)
-_warmed = threading.Event()  # set once that thread has also warmed torch's first uses (warm_torch), or failed to
+_warmed = threading.Event()  # set once the thread started after the load has warmed torch (warm_torch) or failed to
 GATE = "ATTN_LOADER_GATE"  # tests only: a file the page-loading thread waits for before it imports anything
 _in_page = threading.local()  # .running: this script thread is inside router.run_page
 _streamlit_stop = st.stop
