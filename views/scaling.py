@@ -361,9 +361,9 @@ with left, friendly_errors(t("scaling.sections.charts")):
         st.caption("".join(parts))
         differences = tables.setting_differences(rows, recorded_rows) if chosen else []
         if differences:
-            settings = td("scaling.settings")
+            setting_names = td("scaling.settings")  # not `settings`: that name holds the live run's LiveSettings
             which = "; ".join(
-                t("scaling.difference", setting=settings[key], live=here, recorded=there)
+                t("scaling.difference", setting=setting_names[key], live=here, recorded=there)
                 for key, here, there in differences
             )
             st.warning(t("scaling.recorded_differs", which=which), icon=":material/compare_arrows:")

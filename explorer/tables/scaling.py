@@ -382,8 +382,7 @@ def not_measured_in_words(
     rows: pd.DataFrame, names: Mapping[str, str], headers: Mapping[str, str], words: Mapping[str, str]
 ) -> pd.DataFrame:
     """not_measured with each reason in the reader's words (status_text)."""
-    table = not_measured(rows, names, headers)
-    return table.assign(**{headers["reason"]: [status_text(s, words) for s in table[headers["reason"]]]})
+    return _in_words(not_measured(rows, names, headers), headers["reason"], words)
 
 
 @cached(32)
@@ -391,8 +390,11 @@ def results_in_words(
     rows: pd.DataFrame, names: Mapping[str, str], headers: Mapping[str, str], words: Mapping[str, str]
 ) -> pd.DataFrame:
     """results_table with each status in the reader's words (status_text)."""
-    table = results_table(rows, names, headers)
-    return table.assign(**{headers["status"]: [status_text(s, words) for s in table[headers["status"]]]})
+    return _in_words(results_table(rows, names, headers), headers["status"], words)
+
+
+def _in_words(table: pd.DataFrame, column: str, words: Mapping[str, str]) -> pd.DataFrame:
+    return table.assign(**{column: [status_text(s, words) for s in table[column]]})
 
 
 def describe_fields(config: BenchConfig) -> dict:
