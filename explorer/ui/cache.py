@@ -37,19 +37,6 @@ class CacheKeyError(AssertionError):
     shared result in place."""
 
 
-class ReadOnlyDict(dict):
-    """A dict shared by every session (a language's strings of a table, td()): read as any dict, refuses changes.
-    `d | {...}`, `{**d}` and copies are plain dicts of their own."""
-
-    def _refuse(self, *args, **kwargs):
-        raise TypeError("this dict is shared by every session and read-only: change a copy (dict(...), d | {...})")
-
-    __setitem__ = __delitem__ = __ior__ = setdefault = pop = popitem = clear = update = _refuse
-
-    def __reduce__(self):
-        return (dict, (dict(self),))
-
-
 # --- check mode ------------------------------------------------------------------------------------------------------
 _CHECKS = [os.environ.get("ATTN_CHECK_CACHE") == "1"]  # global, not per thread: AppTest runs a page in its own thread
 

@@ -14,8 +14,21 @@ import tomllib
 
 import streamlit as st
 
-from explorer.ui.cache import ReadOnlyDict
 from explorer.ui.internals import this_run
+
+
+class ReadOnlyDict(dict):
+    """A dict shared by every session (a language's strings of a table, td()): read as any dict, refuses changes.
+    `d | {...}`, `{**d}` and copies are plain dicts of their own."""
+
+    def _refuse(self, *args, **kwargs):
+        raise TypeError("this dict is shared by every session and read-only: change a copy (dict(...), d | {...})")
+
+    __setitem__ = __delitem__ = __ior__ = setdefault = pop = popitem = clear = update = _refuse
+
+    def __reduce__(self):
+        return (dict, (dict(self),))
+
 
 LANGUAGES = {"en": "English", "zh": "简体中文"}
 DEFAULT = "en"

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import threading
 
-import pandas as pd
-import pyarrow as pa
 from streamlit import dataframe_util, net_util, runtime
 from streamlit.runtime.scriptrunner import StopException, get_script_run_ctx
 from streamlit.runtime.scriptrunner_utils.exceptions import RerunException
@@ -106,6 +104,9 @@ def keep_download(content: bytes, mime: str, slot: str, file_name: str) -> str |
 def arrow_bytes(data) -> bytes:
     """A frame (or a chart's inline rows) as the Arrow IPC stream Streamlit sends a chart's dataset in (a frame's
     index left out, as Altair does)."""
+    import pandas as pd  # here, not at the top: the router imports this module before the title, pandas after it
+    import pyarrow as pa
+
     if not isinstance(data, pd.DataFrame):
         return dataframe_util.convert_anything_to_arrow_bytes(data)
     try:
