@@ -7,7 +7,7 @@ from attn_core.bench import ROW_FIELDS
 from explorer.charts import scaling as charts
 from explorer.tables import scaling as tables
 from explorer.ui import heavy, state
-from explorer.ui.draw import chart, pinned
+from explorer.ui.draw import chart, download
 from explorer.ui.i18n import LANGUAGES, catalog, t, td
 from explorer.ui.page import formula, friendly_errors, header, notice, predict_first, section, seed
 
@@ -396,14 +396,9 @@ with friendly_errors(t("scaling.sections.measurements")):
         st.dataframe(results, hide_index=True, width="stretch")
     csv_name = f"scaling_{DEVICE}_n{max_n}_d{d}_h{heads}.csv"
     columns = td("scaling.csv_columns")  # read in the script's thread: the language is the session's
-    st.download_button(
-        t("scaling.download"),
-        pinned(lambda: tables.results_csv(rows, config, columns), "text/csv", csv_name),  # made on the click only
-        file_name=csv_name,
-        mime="text/csv",
-        key="bench_results_csv",
-        on_click="ignore",
-        icon=":material/download:",
+    results_csv = lambda: tables.results_csv(rows, config, columns)  # noqa: E731
+    download(
+        t("scaling.download"), results_csv, csv_name, "text/csv", key="bench_results_csv", icon=":material/download:"
     )
 
 recorded_section(runs, readable)

@@ -97,19 +97,17 @@ def _draw(spec: dict, data: pd.DataFrame | None, name: str, where, width) -> Non
 
 
 def _export(row, label: str, make, file_name: str, mime: str, icon: str, help_key: str) -> None:
-    """One export button under a chart, keyed by its file's type and name; make() runs on the click only."""
+    """One export button under a chart, keyed by its file's type and name."""
     stem, _, kind = file_name.rpartition(".")
-    row.download_button(
-        label,
-        data=pinned(make, mime, file_name),
-        file_name=file_name,
-        mime=mime,
-        key=f"{kind}_{stem}",
-        on_click="ignore",
-        type="tertiary",
-        icon=icon,
-        help=t(f"common.frame.{help_key}"),
-    )
+    help_text = t(f"common.frame.{help_key}")
+    download(label, make, file_name, mime, key=f"{kind}_{stem}", where=row, type="tertiary", icon=icon, help=help_text)
+
+
+def download(label: str, make, file_name: str, mime: str, *, key: str, where=None, **button) -> None:
+    """A download button whose file make() writes on the click only (a rerun costs nothing for it), kept on the
+    server until the browser has fetched it (pinned). `button`: st.download_button's other options (icon, help)."""
+    data = pinned(make, mime, file_name)
+    (where or st).download_button(label, data, file_name=file_name, mime=mime, key=key, on_click="ignore", **button)
 
 
 def _color_copied(spec: dict) -> dict:
