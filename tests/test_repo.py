@@ -124,16 +124,9 @@ PAGE_API = {
 PAGE_MODULES = {"explorer.ui": {"state", "claims", "training", "player"}}
 # The two pages about the other pages: the registry, the glossary's terms and the pages' titles.
 ABOUT_PAGES = {"explorer.ui.registry": None, "explorer.ui.glossary": None, "explorer.ui.sidebar": {"page_title"}}
-# What the scaling page still takes from the machinery (issue 24): the server's benchmark line (explorer.ui.heavy)
-# and every language's column names for its results file. Nothing may be added to this list; it shrinks as the page
-# moves.
-LEFT = {
-    "scaling": {
-        "explorer.ui.heavy",
-        "explorer.ui.i18n.LANGUAGES",
-        "explorer.ui.i18n.catalog",
-    }
-}
+# What the scaling page still takes from the machinery (issue 24): the server's benchmark line (explorer.ui.heavy).
+# Nothing may be added to this list; it shrinks as the page moves.
+LEFT = {"scaling": {"explorer.ui.heavy"}}
 # A page whose tables and charts modules are named otherwise (shared by two pages, or named by their subject).
 OWN = {"flash_walkthrough": "flash", "learning_scale": "learning"}
 NEVER_ST = {"cache_data", "cache_resource"}  # a page's results are cached by its tables functions (@cached)

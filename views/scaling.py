@@ -3,12 +3,11 @@ from pathlib import Path
 
 import streamlit as st
 
-from attn_core.bench import ROW_FIELDS
 from explorer.charts import scaling as charts
 from explorer.tables import scaling as tables
 from explorer.ui import heavy, state
 from explorer.ui.draw import chart, download
-from explorer.ui.i18n import LANGUAGES, catalog, t, td
+from explorer.ui.i18n import t, td
 from explorer.ui.page import formula, friendly_errors, header, notice, predict_first, section, seed
 
 # recorded runs; the variable lets a test point the page at a folder of its own
@@ -30,11 +29,6 @@ WAITING = "_bench_waiting_for_submit"
 # A run measured while the server was busy, too noisy to state a slope or cut short for memory serves only the
 # session that measured it (tables.keepable): kept here, by setting, until its "Run benchmark" is pressed again.
 UNKEPT = "_bench_unkept_runs"
-# The results CSV's column names in every language, each with its field: a file downloaded from a 中文 page and
-# dropped in benchmarks/ reads back on every page
-COLUMN_ALIASES = tuple(
-    (catalog(lang).get(f"scaling.csv_columns.{field}", field), field) for lang in LANGUAGES for field in ROW_FIELDS
-)
 
 names = td("scaling.methods")
 sources = td("scaling.sources")
@@ -191,7 +185,8 @@ header(t("scaling.title"), t("scaling.lede"))
 predict_first(t("scaling.question"), t("scaling.answer", tiled=tables.tiled_growth(64, 4, tables.AUTO), d=64, heads=4))
 
 files = tables.recorded_files(BENCHMARKS)
-runs = tables.recorded_runs(files, COLUMN_ALIASES)
+aliases = tables.column_aliases()  # a results CSV downloaded from any language's page reads back
+runs = tables.recorded_runs(files, aliases)
 readable = [r for r in runs if "error" not in r]
 with st.container(border=True):
     with st.form("scaling_run", border=False):
@@ -297,7 +292,7 @@ with friendly_errors(t("scaling.sections.benchmark")):
     chosen = next((r for r in readable if r["label"] == overlay), None)
     recorded_rows = None
     if chosen:
-        recorded_rows = tables.recorded_overlay(files, COLUMN_ALIASES, chosen["label"], tuple(methods), offered)
+        recorded_rows = tables.recorded_overlay(files, aliases, chosen["label"], tuple(methods), offered)
     pts = tables.chart_points(rows, recorded_rows)
 if pts is None:
     recorded_section(runs, readable)

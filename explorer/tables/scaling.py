@@ -41,6 +41,7 @@ from attn_core.bench import (
 from attn_core.budget import budget_bytes
 from attn_core.tiled import default_blocks, tiled_working_bytes, tiled_working_parts
 from explorer.ui.cache import Store, cached
+from explorer.ui.i18n import LANGUAGES, catalog
 
 N_MIN = 128
 MAX_N_OPTIONS = tuple(2**i for i in range(9, 14))  # 512 .. 8192
@@ -753,6 +754,13 @@ def recorded_runs(files: tuple[tuple[str, float], ...], aliases: tuple[tuple[str
         if "label" in r and labels.count(r["label"]) > 1:
             r["label"] += f" · {Path(r['path']).name}"
     return runs
+
+
+@functools.cache
+def column_aliases() -> tuple[tuple[str, str], ...]:
+    """(a results column's name in a language of the pages, its field) for every language and field: results_csv
+    names the columns in the viewer's language, and recorded_runs reads a file downloaded from any page back."""
+    return tuple((catalog(lang).get(f"scaling.csv_columns.{f}", f), f) for lang in LANGUAGES for f in ROW_FIELDS)
 
 
 def recorded_listing(runs: list[dict], headers: Mapping[str, str] = LISTING_HEADERS) -> pd.DataFrame:
