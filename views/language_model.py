@@ -26,12 +26,6 @@ def read_text(text: str) -> str | None:
     return None
 
 
-def reaches(value: float, score: str) -> bool:
-    """Whether `value` earns `score`'s role: its derived threshold exists and the value reaches it."""
-    threshold = tables.thresholds()[score]
-    return threshold is not None and value >= threshold
-
-
 def roles_caption(roles: dict[str, str]) -> None:
     """The derived thresholds in the order roles are given, and the scores that name no head."""
     found = {k: v for k, v in tables.thresholds().items() if v is not None}
@@ -39,12 +33,6 @@ def roles_caption(roles: dict[str, str]) -> None:
     none = ", ".join(roles[k] for k, v in tables.thresholds().items() if v is None) or "—"
     sizes = tables.calibration_sizes()
     st.caption(t("language_model.roles_caption", thresholds=shown, none=none, **sizes))
-
-
-def strongest(heads, score: str) -> tuple[str, float]:
-    """('layer.head', value) of the head with the highest `score` on the text (NaN scores skipped)."""
-    row = heads.loc[heads[score].fillna(-1).idxmax()]
-    return f"{row['layer']}.{row['head']}", float(row[score])
 
 
 def maps_section(text: str) -> None:
@@ -115,18 +103,14 @@ def next_section(text: str) -> None:
 
 def what_to_notice(text: str) -> list[str]:
     """Points chosen from the numbers of this text: the strongest heads of each kind, the loss split."""
-    heads = tables.head_table(text)
-    points = []
-    prev_name, prev = strongest(heads, "previous_token")
-    strong = reaches(prev, "previous_token")
-    points.append(t(f"language_model.notice_{'prev' if strong else 'no_prev'}", head=prev_name, value=prev))
-    ind_name, ind = strongest(heads, "induction")
-    if math.isnan(float(heads["induction"].max())):
+    prev, ind = tables.strongest(text, "previous_token"), tables.strongest(text, "induction")
+    kind = "prev" if prev["role"] else "no_prev"
+    points = [t(f"language_model.notice_{kind}", head=prev["name"], value=prev["value"])]
+    if math.isnan(ind["value"]):  # no pair repeats: no head has an induction score
         points.append(t("language_model.notice_no_repeat"))
-    elif reaches(ind, "induction"):
-        points.append(t("language_model.notice_induction", head=ind_name, value=ind))
     else:
-        points.append(t("language_model.notice_weak_induction", head=ind_name, value=ind))
+        kind = "induction" if ind["role"] else "weak_induction"
+        points.append(t(f"language_model.notice_{kind}", head=ind["name"], value=ind["value"]))
     split = tables.loss_split(text)
     if not math.isnan(split["repeated"]) and not math.isnan(split["first_seen"]):
         key = "notice_loss_lower" if split["repeated"] < split["first_seen"] else "notice_loss_not_lower"
@@ -137,28 +121,25 @@ def what_to_notice(text: str) -> list[str]:
 def large_models(text: str) -> None:
     """What is documented for large models beside what this model does on this text: measured numbers only."""
     st.subheader(t("language_model.sections.large"), anchor="large")
-    heads = tables.head_table(text)
-    sink_name, sink = strongest(heads, "first_token")
+    sink, ind = tables.strongest(text, "first_token"), tables.strongest(text, "induction")["value"]
     uniform = tables.uniform_first_token(len(text))
-    ind = heads["induction"].max()
     st.markdown("\n".join(f"- {p}" for p in tl("language_model.large_documented")))
-    if reaches(sink, "first_token"):
-        ours = [t("language_model.sink_yes", head=sink_name, value=sink, uniform=uniform)]
+    if sink["role"]:
+        ours = [t("language_model.sink_yes", head=sink["name"], value=sink["value"], uniform=uniform)]
     else:
-        low, high = tables.head_range("first_token", sink_name)
-        ours = [t("language_model.sink_no", head=sink_name, value=sink, uniform=uniform, low=low, high=high)]
-    if not math.isnan(float(ind)):
-        ours.append(t("language_model.large_induction", value=float(ind)))
+        low, high = tables.head_range("first_token", sink["name"])
+        fields = {"head": sink["name"], "value": sink["value"], "uniform": uniform, "low": low, "high": high}
+        ours = [t("language_model.sink_no", **fields)]
+    if not math.isnan(ind):
+        ours.append(t("language_model.large_induction", value=ind))
     st.caption(t("language_model.large_caption"))
     st.markdown(f"**{t('language_model.here')}**\n" + "\n".join(f"- {p}" for p in ours))
 
 
 header(t("language_model.title"), t("language_model.lede"), SECTIONS)
 with friendly_errors(t("language_model.sections.model")):
-    default_heads = tables.head_table(EXAMPLES["repeat"])
-    prev_layer = int(default_heads.loc[default_heads["previous_token"].idxmax(), "layer"])
-    ind_layer = int(default_heads.loc[default_heads["induction"].fillna(-1).idxmax(), "layer"])
-    predict_first(t("language_model.question"), t("language_model.answer", prev=prev_layer, ind=ind_layer))
+    prev, ind = (tables.strongest(DEFAULT_TEXT, score)["layer"] for score in ("previous_token", "induction"))
+    predict_first(t("language_model.question"), t("language_model.answer", prev=prev, ind=ind))
 
 with st.container(border=True):
     sources = td("language_model.sources")

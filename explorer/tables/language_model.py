@@ -167,6 +167,18 @@ def head_table(text: str) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+@cached(64)
+def strongest(text: str, score: str) -> dict:
+    """The head with the highest `score` on the text (NaN scores skipped; NaN when every head's is): its name
+    ('layer.head'), layer, value, and role: whether it earns the score's role (its derived threshold exists and the
+    value reaches it)."""
+    heads = head_table(text)
+    row = heads.loc[heads[score].fillna(-1).idxmax()]
+    value, threshold = float(row[score]), thresholds()[score]
+    name, layer = f"{row['layer']}.{row['head']}", int(row["layer"])
+    return {"name": name, "layer": layer, "value": value, "role": threshold is not None and value >= threshold}
+
+
 def _value(x) -> float:
     value = float(x)
     return value if math.isfinite(value) else float("nan")

@@ -1,5 +1,8 @@
 """Inside a small language model: the role thresholds come from the shipped checkpoint's own scores."""
 
+import math
+
+import pytest
 import torch
 
 from attn_core.learn import charlm
@@ -60,3 +63,17 @@ def test_the_stream_formula_with_its_bias_term_gives_the_models_first_layer():
             w_v, w_o = attn.w_v.weight[cols].T, attn.w_o.weight[:, cols].T
             total = total + weights[:, head] @ x @ w_v @ w_o
     assert torch.allclose(total, after, atol=1e-4)
+
+
+@pytest.mark.parametrize("text", [tables.EXAMPLES["repeat"], "abcdefgh"])  # the second repeats no pair
+def test_the_strongest_head_is_the_head_tables_largest_score_and_says_whether_it_earns_its_role(text):
+    heads = tables.head_table(text)
+    for score in ("previous_token", "induction", "first_token"):
+        top = tables.strongest(text, score)
+        best = heads[score].max()  # NaN only when no head has the score
+        assert top["value"] == best or (math.isnan(best) and math.isnan(top["value"]))
+        row = heads[(heads.layer == top["layer"]) & (heads["head"] == int(top["name"].split(".")[1]))]
+        assert top["name"].startswith(f"{top['layer']}.") and len(row) == 1
+        threshold = tables.thresholds()[score]
+        assert top["role"] == (threshold is not None and top["value"] >= threshold)
+    assert math.isnan(tables.strongest("abcdefgh", "induction")["value"])
