@@ -69,7 +69,7 @@ def scores_part(pair, step) -> None:
         for layer in range(tables.LAYERS[m])
     }
     text = td("induction.charts.grid") | {"title": t("induction.charts.grid.title", step=step)}
-    columns = cells[["model", "layer", "head", "score", "value"]]
+    columns = tables.score_rows(pair, step)
     chart(charts.score_grid, cells, text, td("induction.scores"), rows, name="induction_scores", data=columns)
     left, right = st.columns([3, 2])
     with right:
@@ -141,7 +141,7 @@ def knockout_section(pair) -> None:
     table = tables.knockouts(pair, chosen, mode)
     last = result.snapshots[-1].step  # knockouts use the kept final weights, not the slider's snapshot
     left.markdown(knockout_text(table, chosen, last))
-    shown = table.round(3).assign(split=table["split"].map(names))
+    shown = tables.knockout_rows(pair, chosen, mode, names)
     left.dataframe(shown, hide_index=True, column_config=td("induction.knockout_columns"))
     singles = tables.head_knockouts(pair, mode)
     text = td("induction.charts.knockout")

@@ -9,6 +9,7 @@ module only picks the configs and turns results into rows and the few numbers th
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -292,6 +293,19 @@ def single_knockouts(result: InductionResult, mode: str) -> pd.DataFrame:
 def knockouts(pair: Pair, labels: tuple[str, ...], mode: str) -> pd.DataFrame:
     """knockout_table of the pair's 2-layer model (the one with heads to remove)."""
     return knockout_table(pair.two, labels, mode)
+
+
+@cached(32)
+def knockout_rows(pair: Pair, labels: tuple[str, ...], mode: str, names: Mapping[str, str]) -> pd.DataFrame:
+    """knockouts as the page's table shows them: to 3 decimals, each split by its name in `names`."""
+    table = knockouts(pair, labels, mode)
+    return table.round(3).assign(split=table["split"].map(names))
+
+
+@cached(64)
+def score_rows(pair: Pair, step: int) -> pd.DataFrame:
+    """score_cells as the grid's CSV exports them: model, layer, head, score, value."""
+    return score_cells(pair, step)[["model", "layer", "head", "score", "value"]]
 
 
 @cached(16)
