@@ -13,22 +13,6 @@ from explorer.ui.page import formula, friendly_errors, header, notice, predict_f
 
 BUDGET_S = 2 * tables.TIME_BUDGET_S  # two runs
 KEPT = "_scale_kept"
-SUMMARY = [
-    "series",
-    "init_logit_std",
-    "init_max_weight",
-    "init_grad_norm_q",
-    "early_step",
-    "early_loss",
-    "early_entropy",
-    "early_logit_std",
-    "early_grad_norm_q",
-    "steps_to_accuracy",
-    "final_accuracy",
-    "final_alignment_mass",
-    "final_logit_std",
-    "final_qk_var",
-]
 task_names = td("learning.tasks")
 names = td("learning_scale.series")
 
@@ -167,14 +151,14 @@ with friendly_errors(t("learning_scale.sections.training")):
     columns = st.columns(2)
     for i, (column, log, text_key) in enumerate(panels):
         text = td(f"learning_scale.charts.{text_key}") | td("learning_scale.charts.common")
-        rows = df[["step", "series", column]]
+        rows = tables.scale_columns(both, (column,))
         chart(
             charts.two_runs, df, column, text, names, log=log, name=f"scale_{column}", data=rows, where=columns[i % 2]
         )
     text = td("learning_scale.charts.grad") | td("learning_scale.charts.common")
-    rows = df[["step", "series", "grad_norm_q", "grad_norm_k"]]
+    rows = tables.scale_columns(both, ("grad_norm_q", "grad_norm_k"))
     chart(charts.gradient_norms, df, text, names, name="scale_grad_norms", data=rows)
     st.caption(t("learning_scale.grad_caption"))
     st.markdown(t("learning_scale.summary_heading"))
-    shown = summary[SUMMARY].assign(series=summary["series"].map(names))
+    shown = tables.summary_shown(both, names)
     st.dataframe(shown, hide_index=True, column_config=td("learning_scale.summary"))

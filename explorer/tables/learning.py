@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Mapping
 from dataclasses import replace
 
 import pandas as pd
@@ -33,6 +34,22 @@ D_KS = (8, 16, 32, 64, 128, 256)
 INIT_SCALES = (0.5, 1.0, 2.0, 4.0)
 SCALE_STEPS = (20, 60, 100, 200, 300)
 SNAPSHOTS = 30
+SUMMARY_SHOWN = (  # the √d_k page's summary table: run_summary's numbers at step 0, early and at the end
+    "series",
+    "init_logit_std",
+    "init_max_weight",
+    "init_grad_norm_q",
+    "early_step",
+    "early_loss",
+    "early_entropy",
+    "early_logit_std",
+    "early_grad_norm_q",
+    "steps_to_accuracy",
+    "final_accuracy",
+    "final_alignment_mass",
+    "final_logit_std",
+    "final_qk_var",
+)
 # The pages' cap on one run's work, in the library's flop estimate (the library allows 2e12). Measured on one
 # core (shared machine): reverse at d_model 64, 300 steps (6e10) 3.7 s; at d_model 256, 100 steps (3.2e11) 4.8 s.
 # 1e12 is then some 15 s, d_model 256 for 300 steps; the √d_k page trains two such runs per click.
@@ -387,6 +404,20 @@ def scale_frames(both: ScalingComparison) -> tuple[pd.DataFrame, pd.DataFrame]:
     df = pd.concat([curves(both.scaled, "scaled"), curves(both.unscaled, "unscaled")])
     df = df.assign(qk_var_per_d_k=df["qk_var"] / both.scaled.config.d_k).reset_index(drop=True)
     return df, scale_summary(both.scaled, both.unscaled)
+
+
+@cached(64)
+def scale_columns(both: ScalingComparison, columns: tuple[str, ...]) -> pd.DataFrame:
+    """scale_frames' curves cut to step, series and `columns`: one chart's CSV."""
+    df, _ = scale_frames(both)
+    return df[["step", "series", *columns]]
+
+
+@cached(16)
+def summary_shown(both: ScalingComparison, names: Mapping[str, str]) -> pd.DataFrame:
+    """scale_frames' summary as the page's table shows it: SUMMARY_SHOWN's columns, each run by its name in `names`."""
+    _, summary = scale_frames(both)
+    return summary[list(SUMMARY_SHOWN)].assign(series=summary["series"].map(names))
 
 
 def scale_summary(scaled: TrainResult, unscaled: TrainResult) -> pd.DataFrame:
