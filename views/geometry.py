@@ -1,6 +1,5 @@
 import math
 
-import pandas as pd
 import streamlit as st
 
 from explorer.charts import geometry as charts
@@ -105,9 +104,8 @@ def hull_and_weights() -> None:
     if summary is not None:  # the same q, K = V and T as the picture above
         a_col.markdown(t("geometry.attention_output", x=summary["output"][0], y=summary["output"][1]))
         nw_col.markdown(t("geometry.nw_output", x=summary["nw_output"][0], y=summary["nw_output"][1]))
-        weights = points.set_index("point")[["logit", "attention", "nw"]].T
-        weights.index = [t("geometry.weights.logit"), t("geometry.weights.attention"), t("geometry.weights.nw")]
-        weights.columns.name = None  # the value names v1, v2, ... head their own columns
+        labels = tuple(t(f"geometry.weights.{kind}") for kind in ("logit", "attention", "nw"))
+        weights = tables.weights_table(n_points, q_x, q_y, temperature, seed(), labels)
         w_col, d_col = st.columns([5, 1])
         w_col.dataframe(weights, width="stretch")
         d_col.metric(
@@ -181,15 +179,8 @@ def parity() -> None:
         formula(r"e(-q,-k)=-e(q,k)", t("geometry.captions.odd"))
         formula(r"s(q,k)=\frac{q\cdot k}{\sqrt d}=s(-q,-k)", t("geometry.captions.even"))
         if params is not None:
-            names, counts = td("geometry.params.names"), td("geometry.params.counts")
-            shown = pd.DataFrame(
-                {
-                    t("geometry.params.columns.score"): params.score.map(names),
-                    t("geometry.params.columns.parameters"): params.parameters,
-                    t("geometry.params.columns.formula"): params.score.map(counts),
-                }
-            )
-            st.dataframe(shown, hide_index=True, width="stretch")
+            words = td("geometry.params.names"), td("geometry.params.counts"), td("geometry.params.columns")
+            st.dataframe(tables.parameters_table(d, hidden, seed(), *words), hide_index=True, width="stretch")
         notice(tl("geometry.notice.parity"))
 
 

@@ -9,6 +9,7 @@ The functions the page calls keep their results for the whole server (@cached), 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
@@ -196,6 +197,17 @@ def _additive(d: int, hidden: int, gen: torch.Generator) -> AdditiveAttention:
 
 
 @cached(64)
+def weights_table(n_points: int, q_x: float, q_y: float, temperature: float, seed: int, labels: tuple[str, ...]):
+    """hull_view's weights as the page's table shows them: a row per kind (logit, attention, Nadaraya-Watson
+    weight) named by `labels`, a column per value (v1, v2, ...)."""
+    points, _, _ = hull_view(n_points, q_x, q_y, temperature, seed)
+    weights = points.set_index("point")[["logit", "attention", "nw"]].T
+    weights.index = list(labels)
+    weights.columns.name = None  # the value names head their own columns
+    return weights
+
+
+@cached(64)
 def parity_samples(d: int, hidden: int, seed: int, n_pairs: int = PARITY_PAIRS):
     """score(q, k) against score(-q, -k) for random pairs, additive and scaled dot-product.
 
@@ -227,6 +239,22 @@ def parity_samples(d: int, hidden: int, seed: int, n_pairs: int = PARITY_PAIRS):
         }
     )
     return pd.concat(frames, ignore_index=True), stats, params
+
+
+@cached(16)
+def parameters_table(
+    d: int, hidden: int, seed: int, names: Mapping[str, str], counts: Mapping[str, str], headers: Mapping[str, str]
+) -> pd.DataFrame:
+    """parity_samples' parameter counts as the page's table shows them: each score by its name, its count and the
+    count's formula, under `headers` (score, parameters, formula)."""
+    _, _, params = parity_samples(d, hidden, seed)
+    return pd.DataFrame(
+        {
+            headers["score"]: params.score.map(names),
+            headers["parameters"]: params.parameters,
+            headers["formula"]: params.score.map(counts),
+        }
+    )
 
 
 # 5. Random directions in high dimension are nearly orthogonal: Var cos(theta) = 1/d exactly.

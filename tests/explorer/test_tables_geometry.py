@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from explorer.charts import geometry as geometry_charts
 from explorer.charts.common import to_spec
 from explorer.tables import geometry as g
+from explorer.ui.cache import check
 
 # Integer coordinates on a small grid: duplicates and collinear triples are common, which is the point.
 grid_points = st.lists(st.tuples(st.integers(-6, 6), st.integers(-6, 6)), min_size=1, max_size=12)
@@ -186,3 +187,23 @@ def test_the_hull_picture_has_equal_units_and_names_that_cover_no_dot():
             for x, y, r in dots:
                 dx, dy = abs(lx - x) * scale, abs(ly - y) * scale
                 assert dx >= w / 2 + r or dy >= h / 2 + r, (n, q, name)
+
+
+def test_the_weights_and_parameter_tables_are_cut_from_the_kept_tables():
+    labels = ("logit", "attention", "Nadaraya-Watson")
+    with check():  # rebuilt on a hit and compared: the key holds every input, nothing is changed in place
+        for _ in range(2):
+            weights = g.weights_table(5, 1.0, 0.5, 1.0, 0, labels)
+            shown = g.parameters_table(8, 16, 0, {"additive": "add"}, {"additive": "n"}, HEADERS)
+    points, _, _ = g.hull_view(5, 1.0, 0.5, 1.0, 0)
+    assert list(weights.index) == list(labels) and list(weights.columns) == list(points.point)
+    assert weights.loc["attention"].tolist() == points.attention.tolist()
+    assert weights.loc["Nadaraya-Watson"].tolist() == points.nw.tolist()
+    _, _, params = g.parity_samples(8, 16, 0)
+    assert list(shown.columns) == list(HEADERS.values())
+    assert shown["count"].tolist() == params.parameters.tolist()
+    assert shown["name"].tolist()[-1] == "add" and shown["name"].isna().sum() == 2  # named by the page's words
+    assert g.weights_table(5, 1.0, 0.5, 1.0, 0, ("a", "b", "c")).index.tolist() == ["a", "b", "c"]
+
+
+HEADERS = {"score": "name", "parameters": "count", "formula": "how"}
