@@ -19,7 +19,7 @@ cells_text = td("masks.charts.cells")
 
 def method_names() -> dict[str, str]:
     """The recipes' keys in the fill comparison -> their names shown to the viewer."""
-    plain = {f"torch.softmax, fill {f}": t("masks.methods.plain", fill=f) for f in tables.FILLS}
+    plain = {tables.plain_method(f): t("masks.methods.plain", fill=f) for f in tables.FILLS}
     return plain | {tables.LIBRARY: t("masks.methods.library")}
 
 
@@ -220,7 +220,7 @@ def fill_and_gradient(spec: tables.MaskSpec) -> None:
     fill = state.segmented_control(t("masks.controls.fill"), tables.FILLS, "-inf", key="mask_fill", where=f1)
     fill = fill or "-inf"
     dtype = state.selectbox(t("masks.controls.dtype"), tuple(tables.DTYPES), "float32", key="mask_dtype", where=f2)
-    method = f"torch.softmax, fill {fill}"
+    method = tables.plain_method(fill)
     names = method_names()
     left, right = st.columns([3, 2])
     with right:

@@ -237,6 +237,11 @@ def _summarise(z, weights, mask, upstream) -> dict:
     }
 
 
+def plain_method(fill: str) -> str:
+    """The fill comparison's name of the recipe torch.softmax after filling the hidden logits with `fill`."""
+    return f"torch.softmax, fill {fill}"
+
+
 @cached(64)
 def fill_comparison(spec: MaskSpec, dtype: str, seed: int):
     """torch.softmax after masked_fill with -inf, -1e9 and finfo.min, against the library's masked_softmax.
@@ -255,7 +260,7 @@ def fill_comparison(spec: MaskSpec, dtype: str, seed: int):
     m = mask[sequence]
     gen = torch.Generator().manual_seed(seed + 1)
     upstream = torch.randn(n, n, generator=gen, dtype=torch.float64).to(torch_dtype)  # (n, n)
-    recipes = {f"torch.softmax, fill {f}": f for f in FILLS} | {LIBRARY: None}
+    recipes = {plain_method(f): f for f in FILLS} | {LIBRARY: None}
     cells, rows, summary = [], [], []
     for method, fill in recipes.items():
         row = {"method": method, "fill value": _written(fill, torch_dtype), "error": ""}

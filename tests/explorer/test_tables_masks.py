@@ -120,6 +120,12 @@ def test_fully_masked_row_nan_for_minus_inf_uniform_for_finite_fills_zero_for_th
     assert (s["max weight on hidden keys (other rows)"] == 0).all()  # exp underflows to exactly 0 for every recipe
 
 
+def test_the_page_names_each_recipe_as_the_fill_comparison_does():
+    """The view finds a fill's row and words its name through plain_method: one spelling of the recipes' names."""
+    assert list(_summary("float32").index) == [T.plain_method(fill) for fill in T.FILLS] + [T.LIBRARY]
+    assert T.plain_method("-inf") == "torch.softmax, fill -inf"  # the name the tests above look rows up by
+
+
 def test_uniform_weight_follows_n():
     spec = T.MaskSpec(8, ("padding",), (8, 0), 3, 2, None, 1)  # sequence 1 is all padding: every row is fully masked
     s = _summary("float32", spec)
