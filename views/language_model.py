@@ -60,8 +60,7 @@ def heads_section(text: str) -> None:
         width="content",
     )
     roles = td("language_model.roles")
-    named = heads.assign(role=heads["role"].map(roles))[["layer", "head", "role"]]
-    left.dataframe(named, hide_index=True, column_config=td("language_model.columns"))
+    left.dataframe(tables.roles_shown(text, roles), hide_index=True, column_config=td("language_model.columns"))
     with right:
         formula(r"\mathrm{prev}_h=\frac{1}{n-1}\sum_{i\ge1}A^h_{i,\,i-1}")
         formula(
@@ -72,9 +71,8 @@ def heads_section(text: str) -> None:
         formula(r"H_h=\frac{1}{n-1}\sum_{i\ge1}-\sum_{j\le i}A^h_{ij}\ln A^h_{ij}", t("language_model.entropy_caption"))
         roles_caption(roles)
     e_left, e_right = st.columns([3, 2])
-    columns = heads[["layer", "head", "entropy", "uniform_entropy"]]
     words = td("language_model.charts.entropy")
-    chart(charts.entropy_bars, heads, words, name="lm_entropy", data=columns, where=e_left)
+    chart(charts.entropy_bars, heads, words, name="lm_entropy", data=tables.entropy_rows(text), where=e_left)
     by_layer = tables.entropy_by_layer(text)
     row = e_right.container(horizontal=True, gap="medium")
     for r in by_layer.itertuples():

@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import math
 import pathlib
+from collections.abc import Mapping
 
 import pandas as pd
 import torch
@@ -192,6 +193,19 @@ def uniform_entropy(n: int) -> float:
 def uniform_first_token(n: int) -> float:
     """Mean of 1/(i+1) over queries i = 1..n-1: the first-token score of evenly spread rows."""
     return sum(1 / (i + 1) for i in range(1, n)) / max(1, n - 1)
+
+
+@cached(32)
+def roles_shown(text: str, roles: Mapping[str, str]) -> pd.DataFrame:
+    """head_table's layer, head and role, the role in the viewer's words (`roles`): the table under the grid."""
+    heads = head_table(text)
+    return heads.assign(role=heads["role"].map(roles))[["layer", "head", "role"]]
+
+
+@cached(32)
+def entropy_rows(text: str) -> pd.DataFrame:
+    """head_table's layer, head, entropy and uniform_entropy: the entropy chart's CSV."""
+    return head_table(text)[["layer", "head", "entropy", "uniform_entropy"]]
 
 
 @cached(32)

@@ -77,3 +77,17 @@ def test_the_strongest_head_is_the_head_tables_largest_score_and_says_whether_it
         threshold = tables.thresholds()[score]
         assert top["role"] == (threshold is not None and top["value"] >= threshold)
     assert math.isnan(tables.strongest("abcdefgh", "induction")["value"])
+
+
+def test_the_roles_table_and_the_entropy_export_are_cut_from_the_head_table():
+    from explorer.ui.cache import check
+
+    text, roles = tables.EXAMPLES["code"], {"previous_token": "prev", "induction": "ind"}
+    with check():  # rebuilt on a hit and compared: the key holds every input, nothing is changed in place
+        for _ in range(2):
+            shown, rows = tables.roles_shown(text, roles), tables.entropy_rows(text)
+    heads = tables.head_table(text)
+    assert shown[["layer", "head"]].equals(heads[["layer", "head"]])
+    assert (shown.role[heads.role == "previous_token"] == "prev").all() and (heads.role == "previous_token").any()
+    assert shown.role.equals(heads.role.map(roles))  # a role without words stays empty, as the page had it
+    assert rows.equals(heads[["layer", "head", "entropy", "uniform_entropy"]])
