@@ -1,6 +1,5 @@
 import streamlit as st
 
-from attn_core.stats import DISTRIBUTIONS, theoretical_score_kurtosis, theoretical_score_variance
 from explorer.charts import sqrt_dk as charts
 from explorer.tables import sqrt_dk as tables
 from explorer.ui import state
@@ -10,13 +9,7 @@ from explorer.ui.page import formula, friendly_errors, header, notice, predict_f
 
 SWEEP_PAIRS = 2000  # per d_k in the sweep: a 3% standard error on each variance, one cheap draw
 PAIRS = [1000, 2000, 5000, 10000, 20000]
-NOT_NORMAL = 0.5  # excess kurtosis from which the histogram visibly departs from the bell curve
 ROW_KEYS = 8  # keys in the softmax row
-
-
-def three_sigma(stats: dict) -> tuple[float, float]:
-    """The band the caption's share is counted in: the sample mean +- 3 sample sigmas (off 0 when μ ≠ 0)."""
-    return stats["mean"] - 3 * stats["std"], stats["mean"] + 3 * stats["std"]
 
 
 def notice_points(d_k: int, distribution: str, mean: float, span) -> list[str]:
@@ -41,7 +34,7 @@ with st.container(border=True):
     n_pairs = state.select_slider(t("sqrt_dk.controls.pairs"), PAIRS, 5000, key="n_pairs", where=c2)
     distribution = state.selectbox(
         t("sqrt_dk.controls.distribution"),
-        DISTRIBUTIONS,
+        tables.DISTRIBUTIONS,
         "normal",
         key="distribution",
         where=c3,
@@ -62,11 +55,11 @@ with right:
 with left, friendly_errors(t("sqrt_dk.sections.histograms")):
     setting = (d_k, n_pairs, distribution, mean, seed())
     bars, curves, stats = tables.score_histograms(*setting)
+    facts = tables.histogram_facts(*setting)
     u, s = stats["unscaled"], stats["scaled"]
     m1, m2, m3, m4 = st.columns(4)
     m1.metric(t("sqrt_dk.metrics.var"), f"{u['var']:.2f}", help=t("sqrt_dk.metrics.var_help", se=u["var_stderr"]))
-    theory = theoretical_score_variance(d_k, distribution=distribution, mean=mean)
-    which = "shifted" if distribution == "shifted" else "centred"
+    which, theory = "shifted" if distribution == "shifted" else "centred", facts["theory_var"]
     m2.metric(t(f"sqrt_dk.metrics.theory.{which}"), f"{theory:g}", help=t(f"sqrt_dk.metrics.theory_help.{which}"))
     m3.metric(t("sqrt_dk.metrics.scaled"), f"{s['var']:.3f}")
     m4.metric(
@@ -79,16 +72,17 @@ with left, friendly_errors(t("sqrt_dk.sections.histograms")):
     )
     if state.toggle(t("sqrt_dk.controls.overlay"), True, key="overlay"):
         text = td("sqrt_dk.charts.overlaid")
-        chart(charts.overlaid_histograms, bars, curves, three_sigma(s), text, names, name="score_histograms", data=bars)
+        band = facts["bands"]["scaled"]
+        chart(charts.overlaid_histograms, bars, curves, band, text, names, name="score_histograms", data=bars)
     else:
         h1, h2 = st.columns(2)
-        for where, series, stat in ((h1, "unscaled", u), (h2, "scaled", s)):
+        for where, series in ((h1, "unscaled"), (h2, "scaled")):
             chart(
                 charts.score_histogram,
                 bars,
                 curves,
                 series,
-                three_sigma(stat),
+                facts["bands"][series],
                 td(f"sqrt_dk.charts.{series}"),
                 name=f"score_histogram_{series}",
                 data=tables.series_bars(*setting, series),
@@ -97,10 +91,9 @@ with left, friendly_errors(t("sqrt_dk.sections.histograms")):
     # dividing by sqrt(d_k) divides sigma too, so both series hold the same share: one number
     st.caption(t("sqrt_dk.sigma_caption", share=u["share_within_3sigma"], n=n_pairs))
     # A sum of few products q_i k_i is not normal (one product of two normals peaks at 0, with heavy tails): say so
-    # where the bars visibly leave the curve. For N(0, 1) entries the kurtosis is known, 3 + 6/d_k; else measured.
-    theory = theoretical_score_kurtosis(d_k) if distribution == "normal" else None
-    excess = (theory if theory is not None else s["kurtosis"]) - 3
-    if abs(excess) >= NOT_NORMAL:
+    # where the bars visibly leave the curve (tables.histogram_facts).
+    theory = facts["kurtosis_theory"]
+    if facts["not_normal"]:
         why = t("sqrt_dk.not_normal.normal", theory=theory) if theory is not None else t("sqrt_dk.not_normal.other")
         total = t("sqrt_dk.not_normal.one") if d_k == 1 else t("sqrt_dk.not_normal.sum", d_k=d_k)
         promise = t(f"sqrt_dk.not_normal.promise.{which}")

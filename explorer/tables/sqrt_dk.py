@@ -12,11 +12,19 @@ import pandas as pd
 import torch
 
 from attn_core.naive import masked_softmax
-from attn_core.stats import sample_score_prefixes, sample_scores, score_statistics, theoretical_score_variance
+from attn_core.stats import DISTRIBUTIONS as DISTRIBUTIONS  # the page's choice of the entries' distribution
+from attn_core.stats import (
+    sample_score_prefixes,
+    sample_scores,
+    score_statistics,
+    theoretical_score_kurtosis,
+    theoretical_score_variance,
+)
 from explorer.ui.cache import cached
 
 D_K_SWEEP = tuple(2**i for i in range(11))  # 1 .. 1024
 BINS = 60
+NOT_NORMAL = 0.5  # excess kurtosis from which the histogram visibly departs from the bell curve
 
 
 def _gaussian(x: np.ndarray, var: float) -> np.ndarray:
@@ -42,6 +50,23 @@ def score_histograms(d_k: int, n_pairs: int, distribution: str, mean: float, see
         curves.append(pd.DataFrame({"series": name, "x": grid, "density": _gaussian(grid, theory_var[name])}))
         stats[name] = score_statistics(x)
     return pd.concat(bars, ignore_index=True), pd.concat(curves, ignore_index=True), stats
+
+
+@cached(32)
+def histogram_facts(d_k: int, n_pairs: int, distribution: str, mean: float, seed: int) -> dict:
+    """What the page says beside score_histograms: theory_var (Var(q.k) in theory), bands (each series' mean +- 3
+    sample sigmas, where the caption's share is counted), kurtosis_theory (3 + 6/d_k for N(0, 1) entries, else
+    None), and not_normal: whether the excess kurtosis (in theory, else measured) reaches NOT_NORMAL."""
+    _, _, stats = score_histograms(d_k, n_pairs, distribution, mean, seed)
+    bands = {name: (s["mean"] - 3 * s["std"], s["mean"] + 3 * s["std"]) for name, s in stats.items()}
+    kurtosis = theoretical_score_kurtosis(d_k) if distribution == "normal" else None
+    excess = (kurtosis if kurtosis is not None else stats["scaled"]["kurtosis"]) - 3
+    return {
+        "theory_var": theoretical_score_variance(d_k, distribution=distribution, mean=mean),
+        "bands": bands,
+        "kurtosis_theory": kurtosis,
+        "not_normal": abs(excess) >= NOT_NORMAL,
+    }
 
 
 @cached(32)
