@@ -6,7 +6,6 @@ from attn_core.stats import theoretical_score_variance
 from explorer.tables import sqrt_dk as tables
 from explorer.ui.cache import check
 
-
 SETTINGS = [(1, "normal", 0.0), (256, "normal", 0.0), (4, "shifted", 1.0)]
 
 
