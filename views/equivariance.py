@@ -162,7 +162,7 @@ st.subheader(t("equivariance.weights_heading"))
 with friendly_errors(t("equivariance.errors.weights")):
     setting = (n, d, perm, causal, positional, seed(), precision)
     df, s = tables.weights_views(*setting)
-    vmax = float(df.weight.max())
+    vmax = s["largest_weight"]
     titles, heatmap_text = td("equivariance.matrices"), td("equivariance.charts.heatmap")
     for column, (matrix, name) in zip(st.columns(3), MATRICES.items(), strict=True):
         labels = {**heatmap_text, "title": titles[name]}
@@ -192,7 +192,7 @@ with left, friendly_errors(t("equivariance.errors.projection")):
     m1.metric(t("equivariance.projection.separate"), f"{sym['separate']['scores']:.3g}")
     m2.metric(t("equivariance.projection.shared"), f"{sym['shared']['scores']:.3g}")
     m3.metric(t("equivariance.projection.kq_gap"), f"{sym['kq_gap']:.3g}", help=t("equivariance.projection.kq_help"))
-    limit = float(cells.score.abs().max()) or 1.0
+    limit = sym["score_limit"]
     text = td("equivariance.charts.projection")
     for column, matrix in zip(st.columns(2), ("separate", "shared"), strict=True):
         title = t(f"equivariance.projection.titles.{matrix}")

@@ -121,7 +121,7 @@ def weights_views(n: int, d: int, perm: tuple[int, ...], causal: bool, positiona
     Returns (df, summary): df has one row per cell of A, A' and P A P^T with columns matrix, query,
     key, weight, query_token, key_token (the original token sitting at that position); summary maps
     error, tolerance, max_abs_v, eps, ulps (error in units of eps max|V|), weights_gap
-    (max |A' - P A P^T|), weights_tolerance and equivariant (error <= tolerance).
+    (max |A' - P A P^T|), weights_tolerance, equivariant (error <= tolerance) and largest_weight (of the three).
     """
     run = variant_runs(n, d, perm, seed, precision)
     (a, a_p, error), max_abs_v = run["runs"][causal, positional], run["max_abs_v"]
@@ -144,7 +144,9 @@ def weights_views(n: int, d: int, perm: tuple[int, ...], causal: bool, positiona
         "weights_tolerance": tolerance(n, d, precision, 1.0),  # weights are at most 1
     }
     summary["equivariant"] = error <= summary["tolerance"]
-    return pd.concat(frames, ignore_index=True), summary
+    df = pd.concat(frames, ignore_index=True)
+    summary["largest_weight"] = float(df.weight.max())  # the top of the three heatmaps' shared colour scale
+    return df, summary
 
 
 @cached(64)
@@ -190,7 +192,7 @@ def shared_projection(n: int, d: int, seed: int) -> tuple[pd.DataFrame, dict]:
     Returns (cells, stats): cells has matrix ("separate", "shared"), query, key, score (q_i.k_j / sqrt d) and
     weight (softmax of the row); stats holds, per matrix, the score asymmetry max |S - S^T| and the weight
     asymmetry max |A - A^T|, and kq_gap = max |softmax(S) - softmax(S^T)| for separate projections (Q K^T
-    against K Q^T).
+    against K Q^T), and score_limit: the largest |score| (1 if all are 0), both heatmaps' colour scale.
     """
     x, w = _tokens_and_projections(n, d, seed, torch.float64)
     scores = {"separate": projected_scores(x, w[0], w[1]), "shared": projected_scores(x, w[0])}  # (n, n) each
@@ -207,7 +209,9 @@ def shared_projection(n: int, d: int, seed: int) -> tuple[pd.DataFrame, dict]:
         stats[name] = {"scores": asymmetry(s), "weights": asymmetry(a)}
     separate = scores["separate"]
     stats["kq_gap"] = float((masked_softmax(separate) - masked_softmax(separate.T)).abs().max())
-    return pd.concat(frames, ignore_index=True), stats
+    cells = pd.concat(frames, ignore_index=True)
+    stats["score_limit"] = float(cells.score.abs().max()) or 1.0  # both heatmaps' colour scale: -limit .. limit
+    return cells, stats
 
 
 @cached(64)

@@ -88,6 +88,7 @@ def test_views_lay_out_a_a_prime_and_p_a_p_transpose():
     assert (shuffled.key_token == [perm[j] for j in shuffled.key]).all()
     original = df[df.matrix == "A"]
     assert (original.query_token == original["query"]).all()
+    assert s["largest_weight"] == max(m.max() for m in mats.values())  # the heatmaps' shared scale, from the tables
 
 
 @settings(max_examples=20)  # each example runs 8 attentions and up to 32 x 32 weights
@@ -216,6 +217,7 @@ def test_the_charts_validate_and_show_the_pages_names():
 @pytest.mark.parametrize(("n", "d", "seed"), [(8, 16, 0), (5, 2, 3), (32, 64, 1)])
 def test_a_shared_projection_makes_the_scores_symmetric_not_the_weights(n, d, seed):
     cells, stats = tables.shared_projection(n, d, seed)
+    assert stats["score_limit"] == (cells.score.abs().max() or 1.0)  # both heatmaps' colour scale
     assert stats["shared"]["scores"] == 0.0 and stats["separate"]["scores"] > 0.01
     assert stats["separate"]["weights"] > 0.001 and stats["shared"]["weights"] > 0.001  # rows normalise apart
     assert stats["kq_gap"] > 0.001  # softmax(QK^T) is not softmax(KQ^T)
