@@ -12,7 +12,6 @@ from explorer.ui.page import formula, friendly_errors, header, notice, predict_f
 AMPLITUDES = (0.0, 0.01, 0.02, 0.05) + tuple(round(0.1 * i, 1) for i in range(1, 21))  # the slider's 0.1 steps
 PERIODS = list(range(2, 17))
 MAX_PERIODS = 4  # lcm(11, 13, 15, 16) = 34320 stays within tables.SEARCH_LIMIT
-ALIAS_WINDOW = 480  # positions drawn in the aliasing chart at most
 
 header(
     t("positional.title"),
@@ -127,7 +126,7 @@ def aliasing_part() -> None:
         with friendly_errors(t("positional.errors.aliasing")):
             lcm = tables.collision_period(periods)
             found = tables.first_collision(periods)
-            window = min(ALIAS_WINDOW, max(2 * lcm + 1, 3 * periods[0] + 1, 25))
+            window = tables.aliasing_window(periods)
             distances = tables.aliasing_table(periods, window)
             names = {
                 "one period": t("positional.series.one", first=periods[0]),
@@ -189,7 +188,7 @@ def symmetry_part(n, d_model, base) -> None:
             formula(r"f(X) = \mathrm{Attention}(Z, Z, Z)")
             formula(r"Z = X + a\,PE", t("positional.tokens_caption"))
             formula(r"f(PX) \overset{?}{=} P\, f(X)", t("positional.order_caption"))
-            at_a = sweep.set_index("amplitude").error
+            at_a = tables.sweep_errors(n, d_model, base, kind, AMPLITUDES, seed())
             y1, y2 = st.columns(2)
             y1.metric(t("positional.metrics.without"), f"{at_a[0.0]:.1e}", help=t("positional.metrics.without_help"))
             y2.metric(t("positional.metrics.with", a=a), f"{at_a[a]:.1e}")

@@ -23,6 +23,7 @@ from explorer.ui.cache import cached
 MAX_CELLS = 8192  # heatmaps larger than this are thinned to every s-th position before charting
 COLLISION_TOL = 1e-9  # codes closer than this are identical; distinct integer positions differ by >= 2 sin(pi/T)
 SEARCH_LIMIT = 50_000  # above lcm(11, 13, 15, 16) = 34320, the largest the page allows (4 periods <= 16)
+ALIAS_WINDOW = 480  # positions drawn in the aliasing chart at most
 
 
 def _cells(x: torch.Tensor, row: str, col: str, value: str, rows=None, cols=None) -> pd.DataFrame:
@@ -132,6 +133,12 @@ def collision_period(periods: tuple[int, ...]) -> int:
     return math.lcm(*_check_periods(periods))
 
 
+def aliasing_window(periods: tuple[int, ...]) -> int:
+    """How many positions the aliasing chart draws: past twice the collision period (its dashed line in sight),
+    three of the first period and 25, within ALIAS_WINDOW."""
+    return min(ALIAS_WINDOW, max(2 * collision_period(periods) + 1, 3 * periods[0] + 1, 25))
+
+
 def pairwise_coprime(periods: tuple[int, ...]) -> bool:
     """True when no two periods share a factor, so the lcm is the full product."""
     return all(math.gcd(a, b) == 1 for i, a in enumerate(periods) for b in periods[i + 1 :])
@@ -187,3 +194,12 @@ def equivariance_sweep(
 
         rows.append({"amplitude": a, "error": equivariance_error(attend, x, x, x, perm)})
     return pd.DataFrame(rows)
+
+
+@cached(32)
+def sweep_errors(
+    n: int, d_model: int, base: float, kind: str, amplitudes: tuple[float, ...], seed: int
+) -> dict[float, float]:
+    """equivariance_sweep as amplitude -> error: the numbers beside its chart."""
+    sweep = equivariance_sweep(n, d_model, base, kind, amplitudes, seed)
+    return dict(zip(sweep.amplitude.tolist(), sweep.error.tolist(), strict=True))

@@ -127,3 +127,21 @@ def test_encoding_values_are_float64():
     assert torch.equal(
         torch.tensor(tables.encoding_table(4, 4, 100).value.to_numpy()), sinusoidal_encoding(4, 4, base=100).reshape(-1)
     )
+
+
+@pytest.mark.parametrize("periods", [(4, 6), (11, 13, 15, 16), (2,)])
+def test_the_aliasing_window_shows_the_collision_twice_within_its_cap(periods):
+    window, lcm = tables.aliasing_window(periods), tables.collision_period(periods)
+    assert window == tables.ALIAS_WINDOW or window > 2 * lcm  # the dashed line and its repeat on the chart
+    assert 25 <= window <= tables.ALIAS_WINDOW and window > 3 * periods[0]
+
+
+def test_the_sweeps_errors_by_amplitude_are_the_sweeps_rows():
+    from explorer.ui.cache import check
+
+    amplitudes = (0.0, 0.5, 1.0)
+    with check():  # rebuilt on a hit and compared
+        for _ in range(2):
+            errors = tables.sweep_errors(16, 8, 10000, "random", amplitudes, 0)
+    sweep = tables.equivariance_sweep(16, 8, 10000, "random", amplitudes, 0)
+    assert list(errors) == list(amplitudes) and list(errors.values()) == sweep.error.tolist()
