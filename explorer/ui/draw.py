@@ -124,10 +124,9 @@ def _color_copied(spec: dict) -> dict:
 
 
 # --- the server's path: data as Arrow, never as rows of JSON -------------------------------------------------------
-# Altair turns every DataFrame of a chart into rows of Python values (checking each column's type), then names each
-# dataset by a SHA-256 of those rows dumped to sorted JSON; Streamlit then turns the rows back into a DataFrame and
-# that into Arrow. Profiled on the equivariance page, that round trip was 80% of building its charts. to_wire_spec
-# names each frame by its place in the chart instead and encodes it to Arrow once, straight from pandas.
+# Altair turns every DataFrame of a chart into rows of Python values, names each dataset by a hash of those rows as
+# JSON, and Streamlit turns the rows back into a DataFrame and that into Arrow: most of a chart's build
+# (benchmarks/page_rerender.md). to_wire_spec names each frame by its place in the chart and encodes it to Arrow once.
 _BUILDING = threading.local()  # the frames of the chart to_wire_spec is building in this thread: id -> (name, frame)
 
 
