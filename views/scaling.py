@@ -5,7 +5,7 @@ import streamlit as st
 
 from explorer.charts import scaling as charts
 from explorer.tables import scaling as tables
-from explorer.ui import heavy, state
+from explorer.ui import benchmark, state
 from explorer.ui.draw import chart, download
 from explorer.ui.i18n import t, td
 from explorer.ui.page import formula, friendly_errors, header, notice, predict_first, section, seed
@@ -26,46 +26,8 @@ FORM_KEYS = (
 # A link that carries the form's settings fills the form in but measures nothing until "Run benchmark" is
 # pressed: a max n = 8192 sent round a class would otherwise keep every student's first view busy for a minute.
 WAITING = "_bench_waiting_for_submit"
-# A run measured while the server was busy, too noisy to state a slope or cut short for memory serves only the
-# session that measured it (tables.keepable): kept here, by setting, until its "Run benchmark" is pressed again.
-UNKEPT = "_bench_unkept_runs"
-
 names = td("scaling.methods")
 sources = td("scaling.sources")
-
-
-def measure(method: str, settings: tables.LiveSettings, say):
-    """One method's live rows, measured now. Its progress bar is made and emptied in here.
-
-    say(done, total, entry) words the bar. The run waits for its turn in the server's line for heavy work
-    (explorer.ui.heavy), the bar showing its place.
-    """
-    bar = running.progress(0.0, text=say(0, 1, ""))  # under the Run button: in sight on a laptop's screen
-
-    def progress(done, total, entry):
-        bar.progress(done / total, text=say(done, total, entry))
-
-    def waiting(ahead):
-        bar.progress(0.0, text=t("scaling.queue.waiting", ahead=ahead))
-
-    # said in the URL while it waits and runs (a restart's new session tells the student), only when it measures:
-    # a rerun answered with a run the server kept changes no address
-    with heavy.announced("benchmark"), heavy.heavy_slot(waiting):
-        rows = tables.run_method(method, settings, progress)
-    bar.empty()
-    return rows
-
-
-def measured(method: str, settings: tables.LiveSettings, say) -> tables.Measured:
-    """One method's live run (tables.measured: once for the whole server per setting while keepable); a run the
-    server did not keep serves this session's reruns, and the next student measures afresh."""
-    mine = st.session_state.setdefault(UNKEPT, {})  # this session's runs the server did not keep, by setting
-    if (method, settings) in mine:
-        return mine[method, settings]
-    run = tables.measured(method, settings, lambda: measure(method, settings, say))
-    if not run.kept:
-        mine[method, settings] = run
-    return run
 
 
 def notice_points(pts, rows) -> list[str]:
@@ -176,7 +138,7 @@ def triton_part(files) -> None:
 
 if WAITING not in st.session_state:  # first visit of this session: read before the controls publish
     st.session_state[WAITING] = any(key in st.query_params for key in FORM_KEYS)
-cut_short = heavy.interrupted("benchmark")
+cut_short = benchmark.interrupted()
 if cut_short:
     st.session_state[WAITING] = True
 
@@ -232,7 +194,7 @@ with st.container(border=True):
             t("scaling.controls.run"), type="primary", icon=":material/play_arrow:", key="bench_run"
         ):
             st.session_state[WAITING] = False
-            st.session_state.pop(UNKEPT, None)  # a new press measures again what the server did not keep
+            benchmark.forget()  # a new press measures again what the server did not keep
     running = st.container()  # a run's progress and its Cancel button, right under the button that started it
     offered = tables.method_options(DEVICE)
     # Pills on a row of their own: every method's name in sight (a multiselect's box cut its chips, and wrote
@@ -281,9 +243,9 @@ with friendly_errors(t("scaling.sections.benchmark")):
     cancel = running.empty()  # shown while the benchmark waits or runs, gone once its rows are in
     cancel.button(t("scaling.queue.cancel"), key="bench_cancel", on_click=stop_benchmark, icon=":material/cancel:")
     try:
-        parts = [measured(m, settings, progress_text(m)) for m in methods]
+        parts = [benchmark.measured(m, settings, progress_text(m), where=running) for m in methods]
         rows = tables.live_rows(tuple(parts))
-    except heavy.Full:  # the server's line is full: say so, show the recorded runs, keep the page working
+    except benchmark.Full:  # the server's line is full: say so, show the recorded runs, keep the page working
         cancel.empty()
         st.warning(t("scaling.queue.full"), icon=":material/hourglass_disabled:")
         recorded_section(runs, readable)
@@ -300,7 +262,7 @@ if pts is None:
 
 facts = tables.run_facts(rows)
 if facts["short"]:
-    st.warning(heavy.short_of_memory_text(facts["short"], facts["need"]), icon=":material/memory:")
+    st.warning(benchmark.short_of_memory_text(facts["short"], facts["need"]), icon=":material/memory:")
 else:
     not_kept_warning(facts)
 late = facts["late"]
