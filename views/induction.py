@@ -9,7 +9,6 @@ from explorer.ui.page import anchor_of, formula, friendly_errors, header, notice
 from explorer.ui.player import Player
 
 PLAYER = Player("ind_snapshot", "_ind_playing", "ind")
-KEPT = "_ind_kept"  # (key, pair) of this session's last click cut short by the time budget: kept here only
 SECTIONS = ("induction.sections.losses", "induction.sections.scores", "induction.sections.knockout")
 MAPS = ("two:0", "two:1", "one:0")  # which model's layer the probe maps show
 
@@ -175,7 +174,6 @@ pair = training.trained(
     lambda: tables.pair_config(*settings),
     tables.train_pair,
     clicked=clicked,
-    kept_key=KEPT,
     budget_s=tables.TIME_BUDGET_S,
     stop_key="ind_stop",
     complete=tables.complete,

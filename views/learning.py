@@ -11,7 +11,6 @@ from explorer.ui.player import Player
 
 MAX_INPUT = 120  # characters: 17 tokens of recall's longest words with room to spare
 PLAYER = Player("learn_snapshot", "_learn_playing", "learn")
-KEPT = "_learn_kept"  # (key, result) of this session's last run cut short by the time budget: kept here only
 
 task_names = td("learning.tasks")
 metric_names = td("learning.metrics")
@@ -181,7 +180,6 @@ result = training.trained(
     lambda: tables.learn_config(*settings),
     train,
     clicked=clicked,
-    kept_key=KEPT,
     budget_s=tables.TIME_BUDGET_S,
     stop_key="learn_stop",
     complete=lambda r: r.diverged or not r.stopped,

@@ -12,7 +12,6 @@ from explorer.ui.i18n import t, td, tl
 from explorer.ui.page import formula, friendly_errors, header, notice, predict_first, seed
 
 BUDGET_S = 2 * tables.TIME_BUDGET_S  # two runs
-KEPT = "_scale_kept"
 task_names = td("learning.tasks")
 names = td("learning_scale.series")
 
@@ -104,7 +103,6 @@ both = training.trained(
     lambda: tables.scale_config(*settings),
     compare_scaling,
     clicked=clicked,
-    kept_key=KEPT,
     budget_s=BUDGET_S,
     stop_key="scale_stop",
     complete=complete,

@@ -513,13 +513,24 @@ def train_in_line(key, run, *, cost: Cost, budget_s, complete, stop_key, where=s
     return job.result
 
 
+# The session keys the pages named before kept_key_of derived them, where they differ: a session that lived through
+# the change finds its run cut short still there.
+OLD_KEPT = {"induction": "_ind_kept"}
+
+
+def kept_key_of(key: Hashable) -> str:
+    """Where a session keeps its last run of a page cut short by the time budget (this session's only: the shelf
+    keeps complete runs), derived from the page's run key, whose first element names the page."""
+    page = key[0] if isinstance(key, tuple) and key else key
+    return OLD_KEPT.get(page, f"_{page}_kept")
+
+
 def trained(
     key: Hashable,
     make_config: Callable[[], object],
     run: Callable[..., object],
     *,
     clicked: bool,
-    kept_key: str,
     stop_key: str,
     budget_s: float,
     complete: Callable[[object], bool],
@@ -544,6 +555,7 @@ def trained(
         interrupted_notice()
     clicked = clicked or bool(st.session_state.pop(AGAIN, False))
     result = results().peek(key)
+    kept_key = kept_key_of(key)
     kept = st.session_state.get(kept_key)
     if result is None and kept is not None and kept[0] == key:
         result = kept[1]

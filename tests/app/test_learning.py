@@ -143,6 +143,9 @@ def test_a_run_cut_short_by_the_time_budget_is_shown_but_not_shared(monkeypatch)
     at = train(open_link(PAGE, {**TINY, "seed": "107"}))
     assert any("time budget of 0 s ran out" in w.value for w in at.warning)
     assert at.select_slider(key="learn_snapshot").options == ["0"]
+    assert at.session_state["_learn_kept"][0][0] == "learn"  # this session's, where sessions kept it before
+    at.run()  # a plain rerun still shows this session's run
+    assert any("time budget of 0 s ran out" in w.value for w in at.warning)
     other = open_link(PAGE, {**TINY, "seed": "107"})  # another student: the shelf holds no run of these settings
     assert any("before any training" in i.value for i in other.info)
 

@@ -334,3 +334,12 @@ def test_a_class_that_clicks_one_by_one_still_gets_estimates(monkeypatch):
     first_estimate, ended = pages_join(monkeypatch, [float(k) for k in range(1, 21)], 0.0, watched)
     for later in watched:
         assert first_estimate[later] == pytest.approx(ended[later], rel=0.1), later
+
+
+def test_the_session_key_of_a_run_cut_short_comes_from_the_run_key():
+    """A page passes only its run key: where the session keeps a run cut short is derived from its first element,
+    and is the key each training page named before (a session that lived through the change keeps its run)."""
+    assert training.kept_key_of(("learn", "copy", 16)) == "_learn_kept"
+    assert training.kept_key_of(("scale", "copy", 8)) == "_scale_kept"
+    assert training.kept_key_of(("induction", 300, 7)) == "_ind_kept"
+    assert training.kept_key_of(("newpage", 1)) == "_newpage_kept"
