@@ -25,11 +25,11 @@ def sci(x: float, digits: int) -> str:
     return "0" if x == 0 else f"{x:.{digits}e}"
 
 
-def notice_points(n, d, perm, causal, positional, precision, variant) -> list[str]:
+def notice_points(setting, variant) -> list[str]:
     """What the weights and the variants' chart show at this setting, filled from their numbers."""
-    _, s = tables.weights_views(n, d, perm, causal, positional, seed(), precision)
-    errors = tables.variant_errors(n, d, perm, seed(), precision)
-    f = tables.plain_facts(errors, perm, s["max_abs_v"], s["eps"])
+    _, s = tables.weights_views(setting)
+    errors = tables.variant_errors(setting.n, setting.d, setting.perm, setting.seed, setting.precision)
+    f = tables.plain_facts(errors, setting.perm, s["max_abs_v"], s["eps"])
     same = "same" if s["weights_gap"] <= s["weights_tolerance"] else "differ"
     plain = "identity" if f["identity"] else "alike" if f["plain"] == 0 else "ulps"
     marked = "all_broken" if f["broken"] == f["marked"] else "some_broken"
@@ -93,6 +93,7 @@ with st.container(border=True):
     st.caption(t("equivariance.permutation_caption", perm=", ".join(map(str, perm))))
 
 variant = CURRENT[(causal, positional)]
+setting = tables.Variant(n, d, perm, causal, positional, seed(), precision)  # the weights views' one key
 left, right = st.columns([3, 2])
 with right:
     formula(
@@ -107,10 +108,10 @@ with right:
     )
     formula(r"PMP^\top\neq M,\qquad PX+E\neq P(X+E)", t("equivariance.breaks_caption"))
     with friendly_errors(t("equivariance.errors.error")):
-        notice(notice_points(n, d, perm, causal, positional, precision, variant))
+        notice(notice_points(setting, variant))
 
 with left, friendly_errors(t("equivariance.errors.error")):
-    _, s = tables.weights_views(n, d, perm, causal, positional, seed(), precision)
+    _, s = tables.weights_views(setting)
     m1, m2, m3 = st.columns(3)
     m1.metric(t("equivariance.metrics.error"), sci(s["error"], 2), help=t("equivariance.metrics.error_help"))
     m2.metric(
@@ -160,13 +161,12 @@ with left, friendly_errors(t("equivariance.errors.variants")):
 
 st.subheader(t("equivariance.weights_heading"))
 with friendly_errors(t("equivariance.errors.weights")):
-    setting = (n, d, perm, causal, positional, seed(), precision)
-    df, s = tables.weights_views(*setting)
+    df, s = tables.weights_views(setting)
     vmax = s["largest_weight"]
     titles, heatmap_text = td("equivariance.matrices"), td("equivariance.charts.heatmap")
     for column, (matrix, name) in zip(st.columns(3), MATRICES.items(), strict=True):
         labels = {**heatmap_text, "title": titles[name]}
-        cells = tables.weights_matrix(*setting, matrix)
+        cells = tables.weights_matrix(setting, matrix)
         chart(charts.weights_heatmap, df, matrix, labels, vmax, name=f"weights_{name}", data=cells, where=column)
     same = s["weights_gap"] <= s["weights_tolerance"]
     st.caption(

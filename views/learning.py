@@ -1,6 +1,5 @@
 import streamlit as st
 
-from attn_core.learn import train
 from explorer.charts import learning as charts
 from explorer.tables import learning as tables
 from explorer.ui import state, training
@@ -73,7 +72,7 @@ def snapshot_section(result, run_id) -> None:
 def start_notice(result, settings) -> list[str]:
     """What to look for, the first point chosen by the step-0 numbers of these settings (blur or already peaked)."""
     try:
-        start = result.snapshots[0] if result is not None else tables.untrained_run(*settings).snapshots[0]
+        start = result.snapshots[0] if result is not None else tables.untrained_run(settings).snapshots[0]
     except ValueError:  # settings the page refuses: the left column says why
         return tl("learning.notice")
     uniform = 1 / start.attention["cross1"].shape[-1]
@@ -136,10 +135,8 @@ def own_input_section(result) -> None:
 
 
 header(t("learning.title"), t("learning.lede"))
-DEFAULTS = ("reverse", 64, 1, 1, tables.AUTO, 300, True)  # the controls' defaults, which the question is about
-predict_first(
-    t("learning.question"), t("learning.answer", weight=tables.untrained_run(*DEFAULTS, seed()).final.max_weight)
-)
+defaults = tables.LearnSettings("reverse", 64, 1, 1, tables.AUTO, 300, True, seed())  # the question is about them
+predict_first(t("learning.question"), t("learning.answer", weight=tables.untrained_run(defaults).final.max_weight))
 
 with st.container(border=True):
     c1, c2, c3, c4 = st.columns([3, 3, 2, 2])
@@ -173,12 +170,12 @@ with st.container(border=True):
     )
     st.caption(t(f"learning.summaries.{task}"))
 
-settings = (task, d_model, heads, layers, lr, steps, scaled, seed())
-key = ("learn", *settings)
+settings = tables.LearnSettings(task, d_model, heads, layers, lr, steps, scaled, seed())
+key = ("learn", settings)
 result = training.trained(
     key,
-    lambda: tables.learn_config(*settings),
-    train,
+    settings.config,
+    tables.train,
     clicked=clicked,
     budget_s=tables.TIME_BUDGET_S,
     stop_key="learn_stop",
@@ -199,7 +196,7 @@ with left:
     if result is None:
         with friendly_errors(t("learning.sections.untrained")):
             st.info(t("learning.untrained"), icon=":material/info:")
-            start = tables.untrained_run(*settings)
+            start = tables.untrained_run(settings)
             snap = start.snapshots[0]
             shown = tables.map_stats(tables.snapshot_weights(start, 0))
             row = st.container(horizontal=True, gap="medium")  # labels whole: three columns cut the third
@@ -217,11 +214,11 @@ with left:
             st.warning(t("learning.budget_hit", step=f.step, seconds=tables.TIME_BUDGET_S), icon=":material/timer_off:")
         else:
             trained_box(result)
-        run_id = (*key, f.step)  # a run cut short by the time budget is not the full run of the same settings
+        run_id = (key, f.step)  # a run cut short by the time budget is not the full run of the same settings
         steps = [s.step for s in result.snapshots]
         PLAYER.buttons(run_id, steps, t("learning.controls.play"), t("learning.controls.pause"))
         with friendly_errors(t("learning.sections.snapshots")):
             section(snapshot_section, run_every=PLAYER.run_every(run_id))(result, run_id)
 
 with friendly_errors(t("learning.sections.own")):
-    own_input_section(result if result is not None else tables.untrained_run(*settings))
+    own_input_section(result if result is not None else tables.untrained_run(settings))

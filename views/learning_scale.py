@@ -3,7 +3,6 @@ import math
 import pandas as pd
 import streamlit as st
 
-from attn_core.learn import compare_scaling
 from explorer.charts import learning as charts
 from explorer.tables import learning as tables
 from explorer.ui import state, training
@@ -37,7 +36,7 @@ def start_metrics(scaled, unscaled, d_k) -> None:
 def start_notice(settings) -> list[str]:
     """What to look for, the first point chosen by the step-0 largest weights shown beside it."""
     try:
-        scaled, unscaled = tables.untrained_pair(*settings)
+        scaled, unscaled = tables.untrained_pair(settings)
     except ValueError:  # settings the page refuses: the left column says why
         return tl("learning_scale.notice")
     kind = "peaked" if unscaled.max_weight > tables.PEAKED else "spread"
@@ -96,12 +95,12 @@ with st.container(border=True):
     )
     st.caption(t("learning_scale.controls_caption"))
 
-settings = (task, d_k, init_scale, steps, seed())
-key = ("scale", *settings)
+settings = tables.ScaleSettings(task, d_k, init_scale, steps, seed())
+key = ("scale", settings)
 both = training.trained(
     key,
-    lambda: tables.scale_config(*settings),
-    compare_scaling,
+    settings.config,
+    tables.compare_scaling,
     clicked=clicked,
     budget_s=BUDGET_S,
     stop_key="scale_stop",
@@ -117,7 +116,7 @@ with right:
     notice(start_notice(settings))
 with left, friendly_errors(t("learning_scale.sections.start")):
     st.subheader(t("learning_scale.sections.start"))
-    s0, u0 = tables.untrained_pair(*settings)
+    s0, u0 = tables.untrained_pair(settings)
     start_metrics(s0, u0, d_k)
     variance = tables.variance_points(init_scale, task, seed(), d_k, both)
     text, series = td("learning_scale.charts.variance", s=init_scale), td("learning_scale.variance_series")

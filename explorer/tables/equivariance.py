@@ -15,6 +15,7 @@ The functions the page calls keep their results for the whole server (@cached), 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import pandas as pd
 import torch
@@ -114,8 +115,22 @@ def variant_runs(n: int, d: int, perm: tuple[int, ...], seed: int, precision: st
     return {"runs": runs, "max_abs_v": float(plain[False][2].abs().max())}  # PE-free: one tolerance for all
 
 
+@dataclass(frozen=True)
+class Variant:
+    """One variant of the weights views: the tokens (n, d, seed), the permutation, the mask and positions, the
+    precision. A cache key by its fields (key_of)."""
+
+    n: int
+    d: int
+    perm: tuple[int, ...]
+    causal: bool
+    positional: bool
+    seed: int
+    precision: str
+
+
 @cached(64)
-def weights_views(n: int, d: int, perm: tuple[int, ...], causal: bool, positional: bool, seed: int, precision: str):
+def weights_views(v: Variant):
     """The three weight matrices side by side, and the equivariance error of this variant.
 
     Returns (df, summary): df has one row per cell of A, A' and P A P^T with columns matrix, query,
@@ -123,8 +138,9 @@ def weights_views(n: int, d: int, perm: tuple[int, ...], causal: bool, positiona
     error, tolerance, max_abs_v, eps, ulps (error in units of eps max|V|), weights_gap
     (max |A' - P A P^T|), weights_tolerance, equivariant (error <= tolerance) and largest_weight (of the three).
     """
-    run = variant_runs(n, d, perm, seed, precision)
-    (a, a_p, error), max_abs_v = run["runs"][causal, positional], run["max_abs_v"]
+    n, d, perm, precision = v.n, v.d, v.perm, v.precision
+    run = variant_runs(n, d, perm, v.seed, precision)
+    (a, a_p, error), max_abs_v = run["runs"][v.causal, v.positional], run["max_abs_v"]
     shuffled = torch.tensor(perm)
     pap = a[shuffled][:, shuffled]  # (P A Pᵀ)_ij = A[perm i, perm j]: the product with P's ones and zeros, exactly
     rows, cols = (i.flatten() for i in torch.meshgrid(torch.arange(n), torch.arange(n), indexing="ij"))
@@ -150,11 +166,9 @@ def weights_views(n: int, d: int, perm: tuple[int, ...], causal: bool, positiona
 
 
 @cached(64)
-def weights_matrix(
-    n: int, d: int, perm: tuple[int, ...], causal: bool, positional: bool, seed: int, precision: str, matrix: str
-) -> pd.DataFrame:
+def weights_matrix(v: Variant, matrix: str) -> pd.DataFrame:
     """The cells of one matrix of weights_views ("A", "A′" or "P A Pᵀ"), as its chart exports them."""
-    df, _ = weights_views(n, d, perm, causal, positional, seed, precision)
+    df, _ = weights_views(v)
     return df[df.matrix == matrix]
 
 

@@ -10,13 +10,14 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import pandas as pd
 import torch
 
 from attn_core._checks import check_int
 from attn_core.learn import LearnConfig, TrainResult, make_task, predict, train
+from attn_core.learn import compare_scaling as compare_scaling  # the √d_k page's trainer, re-exported for its view
 from attn_core.learn.scaling import ScalingComparison
 from attn_core.learn.tasks import BLANK, SOURCE_ROLES, TARGET_ROLES, parse_tokens
 from attn_core.learn.train import MAX_STEPS, Snapshot, build_task
@@ -97,6 +98,41 @@ class TooMuchWork(ValueError):
         self.factor = factor
 
 
+@dataclass(frozen=True)
+class LearnSettings:
+    """The learning page's controls and seed: one run's settings, a cache key by its fields (key_of)."""
+
+    task: str
+    d_model: int
+    heads: int
+    layers: int
+    lr: object  # AUTO or a learning rate
+    steps: int
+    scaled: bool
+    seed: int
+
+    def config(self) -> LearnConfig:
+        """learn_config of these settings; ValueError (TooMuchWork) beyond the page's budget."""
+        return learn_config(
+            self.task, self.d_model, self.heads, self.layers, self.lr, self.steps, self.scaled, self.seed
+        )
+
+
+@dataclass(frozen=True)
+class ScaleSettings:
+    """The √d_k page's controls and seed, a cache key by its fields (key_of)."""
+
+    task: str
+    d_k: int
+    init_scale: float
+    steps: int
+    seed: int
+
+    def config(self) -> LearnConfig:
+        """scale_config of these settings; ValueError (TooMuchWork) beyond the page's budget."""
+        return scale_config(self.task, self.d_k, self.init_scale, self.steps, self.seed)
+
+
 def learn_config(task: str, d_model: int, heads: int, layers: int, lr, steps: int, scaled: bool, seed: int):
     """The resolved config of the learning page's controls; ValueError (TooMuchWork) beyond the page's budget."""
     cfg = LearnConfig(
@@ -140,11 +176,11 @@ def _reproducible(result: TrainResult) -> tuple:
 
 # Check mode compares _reproducible of the kept and a rebuilt run. A model of d_model 256 and 2 layers holds ~4 MB.
 @cached(8, compared=_reproducible)
-def untrained_run(task: str, d_model: int, heads: int, layers: int, lr, steps: int, scaled: bool, seed: int):
-    """untrained(learn_config(...)) for the learning page's settings, shared (read-only), with the cache_key of its
+def untrained_run(settings: LearnSettings) -> TrainResult:
+    """untrained(settings.config()) for the learning page's settings, shared (read-only), with the cache_key of its
     settings so that @cached tables functions take it like a trained run."""
-    result = untrained(learn_config(task, d_model, heads, layers, lr, steps, scaled, seed))
-    result.cache_key = ("untrained", task, d_model, heads, layers, lr, steps, scaled, seed)
+    result = untrained(settings.config())
+    result.cache_key = ("untrained", settings)
     return result
 
 
@@ -391,10 +427,10 @@ def chance_loss(cfg: LearnConfig) -> float:
 
 
 @cached(16)
-def untrained_pair(task: str, d_k: int, init_scale: float, steps: int, seed: int) -> tuple[Snapshot, Snapshot]:
+def untrained_pair(settings: ScaleSettings) -> tuple[Snapshot, Snapshot]:
     """The √d_k page's two models at initialisation (identical weights; only the scale differs): their step-0
     snapshots, cheap (a pair is ~130 kB at d_k 256)."""
-    cfg = scale_config(task, d_k, init_scale, steps, seed)
+    cfg = settings.config()
     return untrained(cfg).snapshots[0], untrained(replace(cfg, scaled=False)).snapshots[0]
 
 

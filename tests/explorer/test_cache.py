@@ -349,16 +349,16 @@ def test_check_mode_checks_the_keys_of_the_untrained_runs(monkeypatch):
     compared, so a key that misses an input fails (here: a config built with another seed)."""
     from explorer.tables import induction, learning
 
-    settings = ("reverse", 32, 1, 1, learning.AUTO, 100, True, 0)
+    settings = learning.LearnSettings("reverse", 32, 1, 1, learning.AUTO, 100, True, 0)
     with check():
-        learning.untrained_run(*settings)
-        assert learning.untrained_run(*settings) is learning.untrained_run(*settings)
+        learning.untrained_run(settings)
+        assert learning.untrained_run(settings) is learning.untrained_run(settings)
         induction.untrained(induction.STEPS[0], 0)
         assert induction.untrained(induction.STEPS[0], 0) is induction.untrained(induction.STEPS[0], 0)
         config, pair_config = learning.learn_config, induction.pair_config
         monkeypatch.setattr(learning, "learn_config", lambda *a: dataclasses.replace(config(*a), seed=1))
         monkeypatch.setattr(induction, "pair_config", lambda steps, seed: pair_config(steps, seed + 1))
         with pytest.raises(CacheKeyError, match="untrained_run with key"):
-            learning.untrained_run(*settings)
+            learning.untrained_run(settings)
         with pytest.raises(CacheKeyError, match="untrained with key"):
             induction.untrained(induction.STEPS[0], 0)

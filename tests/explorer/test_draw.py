@@ -45,7 +45,7 @@ def _equivariance_charts() -> list:
     from explorer.tables import equivariance as eq
 
     errors = eq.variant_errors(6, 8, (1, 0, 2, 3, 5, 4), 0, "float64")
-    cells, _ = eq.weights_views(6, 8, (1, 0, 2, 3, 5, 4), True, False, 0, "float64")
+    cells, _ = eq.weights_views(eq.Variant(6, 8, (1, 0, 2, 3, 5, 4), True, False, 0, "float64"))
     text = {k: k for k in ("title", "x", "y", "weight", "query_token", "key_token", "variant", "verdict", "error")}
     return [
         eq_charts.variant_errors_log(

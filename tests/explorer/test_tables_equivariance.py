@@ -57,7 +57,7 @@ def test_bad_arguments():
     with pytest.raises(ValueError, match="kind"):
         tables.choose_permutation("shuffle", 3, 0)
     with pytest.raises(ValueError, match="n=4"):
-        tables.weights_views(4, 8, (0, 1, 2), False, False, 0, "float64")
+        tables.weights_views(tables.Variant(4, 8, (0, 1, 2), False, False, 0, "float64"))
     with pytest.raises(ValueError, match="precision"):
         tables.variant_errors(3, 8, (0, 1, 2), 0, "float16")
 
@@ -65,7 +65,9 @@ def test_bad_arguments():
 def test_weights_follow_the_stated_model():
     """A is softmax(Q K^T / sqrt(d)) for Q, K = X W_q, X W_k, recomputed here from the documented draw."""
     n, d, seed = 6, 8, 3
-    df, _ = tables.weights_views(n, d, tables.choose_permutation("reverse", n, seed), True, True, seed, "float64")
+    df, _ = tables.weights_views(
+        tables.Variant(n, d, tables.choose_permutation("reverse", n, seed), True, True, seed, "float64")
+    )
     gen = torch.Generator().manual_seed(seed)
     x = torch.randn(n, d, generator=gen, dtype=torch.float64) + sinusoidal_encoding(n, d)
     w = torch.randn(3, d, d, generator=gen, dtype=torch.float64) / math.sqrt(d)
@@ -76,7 +78,7 @@ def test_weights_follow_the_stated_model():
 
 def test_views_lay_out_a_a_prime_and_p_a_p_transpose():
     n, perm = 5, (2, 0, 4, 1, 3)
-    df, s = tables.weights_views(n, 4, perm, False, False, 1, "float64")
+    df, s = tables.weights_views(tables.Variant(n, 4, perm, False, False, 1, "float64"))
     assert list(df.matrix.unique()) == ["A", "A′", "P A Pᵀ"] and len(df) == 3 * n * n
     mats = {m: g.sort_values(["query", "key"]).weight.to_numpy().reshape(n, n) for m, g in df.groupby("matrix")}
     # P A P^T is A with rows and columns taken in the order perm, exactly
@@ -113,9 +115,9 @@ def test_only_the_symmetry_breakers_break_equivariance(setup):
 @given(setups())
 def test_the_weights_are_only_shuffled_without_mask_or_positions(setup):
     n, d, seed, perm, precision = setup
-    _, plain = tables.weights_views(n, d, perm, False, False, seed, precision)
+    _, plain = tables.weights_views(tables.Variant(n, d, perm, False, False, seed, precision))
     assert plain["equivariant"] and plain["weights_gap"] <= plain["weights_tolerance"]  # "the same matrix"
-    _, causal = tables.weights_views(n, d, perm, True, False, seed, precision)
+    _, causal = tables.weights_views(tables.Variant(n, d, perm, True, False, seed, precision))
     assert not causal["equivariant"] and causal["weights_gap"] > 100 * causal["weights_tolerance"]
 
 
@@ -138,7 +140,7 @@ def test_the_variants_share_their_projections_without_changing_a_bit(setup):
     for _, causal, positional in tables.VARIANTS:
         (out, a), (out_p, a_p) = attend(x, causal, positional), attend(x[index], causal, positional)
         error = float((out_p - out[index]).abs().max())
-        df, s = tables.weights_views(n, d, perm, causal, positional, seed, precision)
+        df, s = tables.weights_views(tables.Variant(n, d, perm, causal, positional, seed, precision))
         mats = {m: g.sort_values(["query", "key"]).weight.to_numpy().reshape(n, n) for m, g in df.groupby("matrix")}
         p = permutation_matrix(perm, dtype=a.dtype)
         assert (mats["A"] == a.double().numpy()).all() and (mats["A′"] == a_p.double().numpy()).all()
@@ -153,7 +155,7 @@ def test_the_identity_gives_exactly_zero_in_every_variant(precision):
     errors = tables.variant_errors(7, 16, tuple(range(7)), 2, precision)
     assert (errors.error == 0.0).all() and errors.exact_zero.all()
     assert (errors.shown == tables.LOG_FLOOR).all() and (errors.verdict == "equivariant").all()
-    _, s = tables.weights_views(7, 16, tuple(range(7)), True, True, 2, precision)
+    _, s = tables.weights_views(tables.Variant(7, 16, tuple(range(7)), True, True, 2, precision))
     assert s["error"] == 0.0 and s["weights_gap"] == 0.0 and s["equivariant"]
 
 
@@ -172,8 +174,8 @@ def test_tolerance_scales_with_sizes_precision_and_values():
 
 def test_both_precisions_see_one_draw():
     perm = tables.choose_permutation("random", 8, 5)
-    w64 = tables.weights_views(8, 16, perm, False, False, 5, "float64")[0].weight
-    w32 = tables.weights_views(8, 16, perm, False, False, 5, "float32")[0].weight
+    w64 = tables.weights_views(tables.Variant(8, 16, perm, False, False, 5, "float64"))[0].weight
+    w32 = tables.weights_views(tables.Variant(8, 16, perm, False, False, 5, "float32"))[0].weight
     # fp32 rounding of inputs and of each d=16-term logit stays below 1e-5 on weights of size <= 1
     assert (w64 - w32).abs().max() < 1e-5 and (w64 - w32).abs().max() > 0
 
@@ -208,7 +210,7 @@ def test_the_charts_validate_and_show_the_pages_names():
     shown = pd.DataFrame(next(iter(spec["datasets"].values())))
     assert list(shown.variant) == [label for label, _, _ in tables.VARIANTS]  # keys, not labels, in the data
     assert set(shown.label) == {"zero!"} and set(shown.verdict_name) == {"eq"}
-    df, _ = tables.weights_views(5, 4, perm, False, False, 0, "float64")
+    df, _ = tables.weights_views(tables.Variant(5, 4, perm, False, False, 0, "float64"))
     heat = charts.weights_heatmap(df, "A′", TEXT, 1.0).to_dict()
     assert heat["title"] == "T" and heat["encoding"]["x"]["title"] == "X axis"
     assert [t["title"] for t in heat["encoding"]["tooltip"]] == ["Y axis", "X axis", "QT", "KT", "W"]
@@ -224,3 +226,17 @@ def test_a_shared_projection_makes_the_scores_symmetric_not_the_weights(n, d, se
     shared = cells[cells.matrix == "shared"].pivot(index="query", columns="key", values="score").to_numpy()
     np.testing.assert_array_equal(shared, shared.T)
     assert len(cells) == 2 * n * n
+
+
+def test_a_variant_is_a_frozen_record_keying_its_weights():
+    """The page passes one Variant (not seven positional values): equal variants share the kept frame, and the
+    matrix cut from it is the variant's."""
+    import dataclasses
+
+    variant = tables.Variant(5, 8, (1, 0, 2, 4, 3), True, False, 0, "float64")
+    df, _ = tables.weights_views(variant)
+    assert tables.weights_views(dataclasses.replace(variant))[0] is df
+    cells = tables.weights_matrix(variant, "A′")
+    pd.testing.assert_frame_equal(cells, df[df.matrix == "A′"])
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        variant.causal = False  # type: ignore[misc]

@@ -20,3 +20,25 @@ def test_the_charts_csvs_and_the_summary_table_are_cut_from_the_kept_frames():
     pd.testing.assert_frame_equal(rows, df[["step", "series", "grad_norm_q", "grad_norm_k"]])
     assert list(shown.columns) == list(tables.SUMMARY_SHOWN) and list(shown.series) == ["with", "without"]
     pd.testing.assert_frame_equal(shown.drop(columns="series"), summary[list(tables.SUMMARY_SHOWN[1:])])
+
+
+def test_the_pages_settings_are_frozen_records_that_key_their_runs():
+    """The learning pages pass their settings as one frozen record (not a positional tuple): equal settings find
+    the same untrained run, its config is the one of the named fields, and a record cannot change under its key."""
+    import dataclasses
+
+    import pytest
+
+    settings = tables.LearnSettings("reverse", 16, 1, 1, tables.AUTO, 20, True, 3)
+    same = tables.LearnSettings(
+        task="reverse", d_model=16, heads=1, layers=1, lr=tables.AUTO, steps=20, scaled=True, seed=3
+    )
+    assert tables.untrained_run(settings) is tables.untrained_run(same)
+    assert settings.config() == tables.learn_config("reverse", 16, 1, 1, tables.AUTO, 20, True, 3)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        settings.seed = 4  # type: ignore[misc]
+    scale = tables.ScaleSettings("reverse", 8, 1.0, 20, 0)
+    assert scale.config() == tables.scale_config("reverse", 8, 1.0, 20, 0)
+    s0, u0 = tables.untrained_pair(scale)
+    assert tables.untrained_pair(tables.ScaleSettings("reverse", 8, 1.0, 20, 0)) == (s0, u0)
+    assert tables.compare_scaling is compare_scaling  # the view's trainer, through its tables module
