@@ -30,6 +30,7 @@ from explorer.ui.internals import this_run
 
 SMALL_FRAME = 500  # rows: a frame of unknown origin up to this size is keyed by a digest of its values (~1 ms)
 _PLAIN = (str, int, float, bool, type(None))
+_MISSING = object()  # "not kept": None is a result a function may return and a store keep
 
 
 class CacheKeyError(AssertionError):
@@ -163,7 +164,7 @@ def key_of(value):
     if isinstance(value, pd.DataFrame):
         return ("frame", _frame_origin(value))
     if isinstance(value, dict):
-        return ("dict", tuple((k, key_of(v)) for k, v in value.items()))
+        return ("dict", tuple((key_of(k), key_of(v)) for k, v in value.items()))  # keys typed like values
     if isinstance(value, (tuple, list)):
         return (type(value).__name__, tuple(key_of(v) for v in value))
     if isinstance(value, np.generic):
@@ -216,10 +217,15 @@ class Store:
         self._building: dict = {}  # key -> [its lock, callers waiting on it] while get_once builds it
 
     def peek(self, key):
-        """The kept value, or None."""
+        """The kept value, or None (a kept None reads the same: look() tells them apart)."""
+        value = self.look(key)
+        return None if value is _MISSING else value
+
+    def look(self, key):
+        """The kept value, or _MISSING when nothing is kept under `key`."""
         with self._lock:
-            value = self._specs.get(key)
-            if value is not None:
+            value = self._specs.get(key, _MISSING)
+            if value is not _MISSING:
                 self._specs.move_to_end(key)
             return value
 
@@ -236,8 +242,8 @@ class Store:
     def get(self, key, build: Callable[[], object]):
         """The kept value, or build()'s, kept. Built outside the lock: two sessions missing at once both build,
         neither waits (for cheap builds)."""
-        value = self.peek(key)
-        if value is None:
+        value = self.look(key)
+        if value is _MISSING:
             value = build()
             self.put(key, value)
         return value
@@ -245,16 +251,16 @@ class Store:
     def get_once(self, key, build: Callable[[], object], keep: Callable[[object], bool] | None = None):
         """get(), for expensive builds: one build per key at a time, a second caller waiting for the first's value.
         A value for which keep(value) is False is returned to its caller and not kept (a waiter then builds)."""
-        value = self.peek(key)
-        if value is not None:
+        value = self.look(key)
+        if value is not _MISSING:
             return value
         with self._lock:
             building = self._building.setdefault(key, [threading.Lock(), 0])
             building[1] += 1
         try:
             with building[0]:
-                value = self.peek(key)
-                if value is None:
+                value = self.look(key)
+                if value is _MISSING:
                     value = build()
                     if keep is None or keep(value):
                         self.put(key, value)
@@ -293,8 +299,8 @@ def cached(max_entries: int, *, exact: bool = True, compared: Callable[[object],
             key = lambda: call_key(fn, args, kwargs)  # noqa: E731
             where = (name, *key())
             results = this_run().setdefault("tables", {})  # this run's results of @cached functions, by call
-            result = results.get(where)
-            if result is not None:  # in check mode too: the first hit of a run was rebuilt and compared
+            result = results.get(where, _MISSING)
+            if result is not _MISSING:  # in check mode too: the first hit of a run was rebuilt and compared
                 return result
             if exact and checking():
                 build = lambda: rebuilt(lambda: fn(*args, **kwargs), key, where[1:], name)  # noqa: E731
@@ -313,8 +319,8 @@ def cached(max_entries: int, *, exact: bool = True, compared: Callable[[object],
 def _checked(kept: Store, where: tuple, build: Callable[[], object], compared: Callable | None = None):
     """In check mode: a hit is rebuilt and compared with the kept value (compared(...) of each, if given); a miss is
     built and kept."""
-    value = kept.peek(where)
-    if value is None:
+    value = kept.look(where)
+    if value is _MISSING:
         return kept.get_once(where, lambda: _remembered(build(), where))
     part = compared or (lambda result: result)
     verify(part(value), part(build()), f"{where[0]} with key {where[1:]!r:.300}")

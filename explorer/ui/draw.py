@@ -56,17 +56,22 @@ def chart(
 def spec_for(builder, args: tuple, kwargs: dict, properties: dict) -> dict:
     """The spec of builder(*args, **kwargs) with its properties, projected in projector mode, from the store."""
     big = projector()
-    key = (_qualified(builder), big, key_of(args), key_of(kwargs), key_of(properties))
+    key = (_qualified(builder), big, key_of(args), _kwargs_key(kwargs), key_of(properties))
     build = lambda: _build(builder, args, kwargs, properties, big)  # noqa: E731
     if checking():
         what = f"chart {key[0]} with key {key[1:]!r:.300}"
-        again = lambda: (key[0], big, key_of(args), key_of(kwargs), key_of(properties))  # noqa: E731
+        again = lambda: (key[0], big, key_of(args), _kwargs_key(kwargs), key_of(properties))  # noqa: E731
         kept = SPECS.peek(key)
         if kept is None:
             return SPECS.get_once(key, lambda: rebuilt(build, again, key, what))
         verify(kept, rebuilt(build, again, key, what), what)
         return kept
     return SPECS.get_once(key, build)
+
+
+def _kwargs_key(kwargs: dict):
+    """The keyword arguments' key, whatever order the page wrote them in (as cache.call_key keys a table's)."""
+    return key_of(dict(sorted(kwargs.items())))
 
 
 def _qualified(builder) -> str:

@@ -362,3 +362,33 @@ def test_check_mode_checks_the_keys_of_the_untrained_runs(monkeypatch):
             learning.untrained_run(settings)
         with pytest.raises(CacheKeyError, match="untrained with key"):
             induction.untrained(induction.STEPS[0], 0)
+
+
+def test_a_function_that_returns_none_is_computed_once_per_key(monkeypatch):
+    """None is a result like any other: kept, and not taken for "nothing kept" (which recomputed it every call),
+    by the server's store (calls outside a run) and by a run's own memo."""
+    calls = []
+    nothing = cached(4)(lambda n: calls.append(n))
+    assert [nothing(1), nothing(1), nothing(1)] == [None] * 3 and calls == [1]
+
+    class Context:
+        cursors: dict = {}
+
+    monkeypatch.setattr(internals, "get_script_run_ctx", lambda suppress_warning=False: Context)
+    assert nothing(2) is None and calls == [1, 2]
+    nothing.clear()  # the run's memo alone now stands between a second call and a recomputation
+    assert nothing(2) is None and calls == [1, 2]
+    store = Store(2)
+    built = []
+    assert store.get("k", lambda: built.append(1)) is None and store.get("k", lambda: built.append(2)) is None
+    assert store.get_once("j", lambda: built.append(3)) is None and store.get_once("j", lambda: built.append(4)) is None
+    assert built == [1, 3] and store.peek("k") is None  # peek's None: kept None or nothing, as before
+
+
+def test_a_dicts_keys_are_typed_like_its_values():
+    """{1: x}, {1.0: x} and {True: x} are equal dicts in Python but different arguments: three keys."""
+    keys = {key_of({1: "a"}), key_of({1.0: "a"}), key_of({True: "a"})}
+    assert len(keys) == 3
+    assert key_of({"a": 1, 2: (3,)}) == key_of({"a": 1, 2: (3,)})
+    with pytest.raises(TypeError):
+        key_of({object(): 1})  # a key with no key of its own is refused like a value

@@ -213,3 +213,12 @@ def test_a_facet_header_quotes_its_word_as_a_string_literal():
     word = 'head\'s "n" 头'  # a quote in a locale string once ended the literal early (language_model's maps)
     literal, rest = prefixed_header(word).rsplit(" + ", 1)
     assert json.loads(literal) == word + " " and rest == "datum.value"
+
+
+def test_a_spec_is_one_key_whatever_order_its_keyword_arguments_come_in():
+    """chart(b, x, marker=1, names=n) and chart(b, x, names=n, marker=1) are one chart: built once, as call_key
+    keys a table function's keywords in sorted order."""
+    BUILDS.clear()
+    a = spec_of(counted_bars, ROW, text=TEXT, names=NAMES, marker="order")
+    assert spec_of(counted_bars, ROW, marker="order", names=NAMES, text=TEXT) is a
+    assert BUILDS.count((len(ROW), "order")) == 1
