@@ -110,8 +110,8 @@ def test_chart_builders_import_no_streamlit():
 
 
 # What a page may import (README, "Adding a page"): Streamlit's public API, the page's frame, the one chart call (and
-# draw.download for a file made on the click), its URL-bound controls, its words, the shared claim line, training
-# and the player, and its own tables and charts. The caching and Streamlit's internals stay behind these
+# draw.download for a file made on the click), its URL-bound controls, its words, the shared claim line, training,
+# a benchmark and the player, and its own tables and charts. The caching and Streamlit's internals stay behind these
 # (explorer.ui.cache, explorer.ui.internals).
 PAGE_API = {
     "explorer.ui.page": None,  # any name
@@ -165,6 +165,15 @@ def _page_offences(path: pathlib.Path) -> list[str]:
         elif isinstance(node, ast.keyword) and node.arg == "data_key":
             bad.append("data_key=")
     return [f"{path.name}: {b}" for b in bad if b not in LEFT.get(name, ())]
+
+
+def test_adding_a_page_in_the_readme_names_the_whole_page_api():
+    """Whoever writes a page from the README finds every module and named call a view may use there."""
+    text = (ROOT / "README.md").read_text()
+    section = text.split("## Adding a page", 1)[1].split("\n## ", 1)[0]
+    named = {n for names in PAGE_API.values() if names for n in names}
+    missing = [m for m in PAGE_API if f"`{m}" not in section] + [n for n in named if f"`{n}" not in section]
+    assert missing == []
 
 
 def test_pages_use_only_the_page_api():
