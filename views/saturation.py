@@ -99,7 +99,8 @@ with friendly_errors(t("saturation.errors.sweep")):
 left, right = st.columns(2)
 with left, friendly_errors(t("saturation.errors.jacobian")):
     text = chart_text["jacobian"]
-    chart(charts.jacobian_vs_d_k, swept, d_k, text, names, name="jacobian_vs_d_k", data=parts["jacobian"])
+    marker = {charts.D_K_PARAM: d_k}  # a spec parameter: moving d_k draws the kept chart, nothing is rebuilt
+    chart(charts.jacobian_vs_d_k, swept, text, names, name="jacobian_vs_d_k", data=parts["jacobian"], params=marker)
 with right:
     formula(r"p=\mathrm{softmax}(z),\qquad \frac{\partial p_i}{\partial z_j}=p_i\,(\delta_{ij}-p_j)")
     formula(
@@ -113,25 +114,25 @@ with c1, friendly_errors(t("saturation.errors.entropy")):
     chart(
         charts.measure_vs_d_k,
         swept,
-        d_k,
         column="entropy",
         text=text,
         names=names,
         ceiling=ceiling,
         name="entropy_vs_d_k",
         data=parts["entropy"],
+        params={charts.D_K_PARAM: d_k},
     )
 with c2, friendly_errors(t("saturation.errors.max_weight")):
     text = chart_text["max_weight"]
     chart(
         charts.measure_vs_d_k,
         swept,
-        d_k,
         column="max_weight",
         text=text,
         names=names,
         name="max_weight_vs_d_k",
         data=parts["max_weight"],
+        params={charts.D_K_PARAM: d_k},
     )
 
 
@@ -183,8 +184,16 @@ def temperature_part(d_k, n_keys) -> None:
         with c2:
             curve, text = tables.temperature_curve(d_k, n_keys, seed()), td("saturation.charts.temperature")
             ceiling = math.log(n_keys)
+            marker = {charts.T_PARAM: temperature}
             chart(
-                charts.entropy_vs_temperature, curve, ceiling, temperature, text, names, name="entropy_vs_t", data=curve
+                charts.entropy_vs_temperature,
+                curve,
+                ceiling,
+                text,
+                names,
+                name="entropy_vs_t",
+                data=curve,
+                params=marker,
             )
             st.caption(t("saturation.curve_caption", t=temperature))
             formula(

@@ -4,8 +4,8 @@ Every title and axis label comes from the page (in the viewer's language) throug
 keys each builder lists; `names` maps the series keys "unscaled"/"scaled" to their legend labels.
 
 Every encoding is an explicit channel object (alt.X, alt.Tooltip ...): Altair turns a bare string or dict
-into one through a slow schema round trip. The current d_k and T are Vega-Lite parameters, so a page can cache
-a chart's spec and move its marker with set_param instead of rebuilding the chart.
+into one through a slow schema round trip. The current d_k and T are Vega-Lite parameters (D_K_PARAM, T_PARAM):
+the page draws one kept spec per chart and moves its marker with chart(..., params=...) instead of rebuilding it.
 """
 
 from __future__ import annotations
@@ -42,20 +42,11 @@ def _d_k_axis(title: str) -> alt.X:
 def _marker(param: str, value: float):
     """A dotted vertical line at a control's current value, bound to the Vega-Lite parameter `param`.
 
-    The value lives in the spec's params, so set_param moves the line in a cached spec without a rebuild.
+    The value lives in the spec's params, so the page moves the line in a kept spec without a rebuild.
     """
     now = alt.param(name=param, value=value)
     rule = alt.Chart(pd.DataFrame({"marker": [0]})).mark_rule(color=NOW, strokeDash=[2, 2])
     return rule.encode(x=alt.X(datum=alt.ExprRef(param), type="quantitative")).add_params(now)
-
-
-def set_param(spec: dict, param: str, value: float) -> dict:
-    """A copy of a chart spec built here with one parameter (D_K_PARAM or T_PARAM) set; the spec itself, shared by
-    every session, is left as it was (only its list of parameters is copied)."""
-    params = spec.get("params", [])
-    if not any(entry["name"] == param for entry in params):
-        raise ValueError(f"spec has no {param!r} parameter; its chart was not built with that marker")
-    return {**spec, "params": [{**e, "value": value} if e["name"] == param else e for e in params]}
 
 
 def _ceiling(value: float, label: str, *, side: str = "left"):
@@ -68,11 +59,12 @@ def _ceiling(value: float, label: str, *, side: str = "left"):
     return line + text
 
 
-def jacobian_vs_d_k(df: pd.DataFrame, d_k: int, text: Mapping[str, str], names: Mapping[str, str]):
+def jacobian_vs_d_k(df: pd.DataFrame, text: Mapping[str, str], names: Mapping[str, str], *, d_k: float = 1):
     """Mean (solid) and median (dashed) Frobenius norm of the softmax Jacobian against d_k, log-log.
 
-    The current d_k is marked; the dash pattern is named in the title (a strokeDash legend beside the points
-    would draw no symbol). text: title, x, y, legend, stat, mean, median (the tooltip names the statistic).
+    The current d_k (parameter D_K_PARAM, starting at d_k) is marked; the dash pattern is named in the title (a
+    strokeDash legend beside the points would draw no symbol). text: title, x, y, legend, stat, mean, median (the
+    tooltip names the statistic).
     """
     long = df.melt(
         id_vars=["d_k", "series"], value_vars=["jacobian_norm", "jacobian_median"], var_name="stat", value_name="norm"
@@ -105,14 +97,15 @@ def jacobian_vs_d_k(df: pd.DataFrame, d_k: int, text: Mapping[str, str], names: 
 
 def measure_vs_d_k(
     df: pd.DataFrame,
-    d_k: int,
     *,
     column: str,
     text: Mapping[str, str],
     names: Mapping[str, str],
     ceiling: float | None = None,
+    d_k: float = 1,
 ):
-    """One saturation measure (mean over rows) against d_k, unscaled against scaled, the current d_k marked.
+    """One saturation measure (mean over rows) against d_k, unscaled against scaled, the current d_k marked
+    (parameter D_K_PARAM, starting at d_k).
 
     ceiling: optional value drawn as a dashed horizontal line, labelled text["ceiling"] at its right end.
     text: title, x, y, legend (and ceiling).
@@ -160,12 +153,12 @@ def row_bars(row: pd.DataFrame, series: str, text: Mapping[str, str]):
 
 
 def entropy_vs_temperature(
-    curve: pd.DataFrame, ceiling: float, temperature: float, text: Mapping[str, str], names: Mapping[str, str]
+    curve: pd.DataFrame, ceiling: float, text: Mapping[str, str], names: Mapping[str, str], *, temperature: float = 1.0
 ):
     """Entropy of one row against T on a log axis, both logit scales, the log(n) ceiling, the current T marked.
 
-    The current T is the parameter T_PARAM: the rule and the points (the curve's rows at that T, which must
-    be one of curve.temperature) follow set_param, so the chart is built once per curve.
+    The current T is the parameter T_PARAM (starting at `temperature`): the rule and the points (the curve's rows
+    at that T, which must be one of curve.temperature) follow it, so the chart is built once per curve.
     text: title, x, y, legend, ceiling.
     """
     x = alt.X(

@@ -38,6 +38,7 @@ def chart(
     where=None,
     width="stretch",
     properties: dict | None = None,
+    params: dict | None = None,
     **kwargs,
 ) -> None:
     """Draw builder(*args, **kwargs) (a function of an explorer.charts module) and offer `data` as CSV and the chart
@@ -46,11 +47,23 @@ def chart(
     The spec is built once per key_of(builder, arguments, properties, projector mode) for the whole server (an
     argument with no key raises TypeError naming it: see explorer.ui.cache.key_of). In projector mode the chart's
     type, marks and fixed sizes grow (explorer.charts.projector). Both files are made only when their button is
-    clicked (see `pinned`: a rerun costs nothing for them).
+    clicked (see `pinned`: a rerun costs nothing for them). `params` sets the values of the spec's Vega-Lite
+    parameters (a control's marker) on a copy of the kept spec, outside its key: moving the control draws the kept
+    spec again instead of building one per value.
     """
     if isinstance(builder, (dict, alt.TopLevelMixin)):
         raise TypeError("chart() takes a chart builder and its inputs, not a built chart: chart(charts.x, a, name=...)")
-    _draw(spec_for(builder, args, kwargs, properties or {}), data, name, where or st, width)
+    spec = spec_for(builder, args, kwargs, properties or {})
+    _draw(with_params(spec, params) if params else spec, data, name, where or st, width)
+
+
+def with_params(spec: dict, params: dict) -> dict:
+    """spec with the values of some of its top-level Vega-Lite parameters set; the kept spec is left as it is."""
+    entries = spec.get("params", [])
+    missing = set(params) - {entry["name"] for entry in entries}
+    if missing:
+        raise ValueError(f"the chart has no parameter {sorted(missing)}: its builder must add it (alt.param)")
+    return {**spec, "params": [{**e, "value": params[e["name"]]} if e["name"] in params else e for e in entries]}
 
 
 def spec_for(builder, args: tuple, kwargs: dict, properties: dict) -> dict:

@@ -19,6 +19,7 @@ from attn_core.naive import masked_softmax
 from attn_core.stats import jacobian_norm, random_logits, saturation_summary
 from explorer.charts import saturation as charts
 from explorer.tables import saturation as tables
+from explorer.ui.draw import with_params
 from explorer.ui.i18n import catalog, fill
 
 SEED = 3
@@ -251,11 +252,11 @@ def test_chart_specs_validate_against_vega_lite():
     _, cells, _ = tables.softmax_example(tables.NOTES_SCALED)
     entropy_text = chart_text("entropy", value=math.log(4))
     built = [
-        charts.jacobian_vs_d_k(df, 16, chart_text("jacobian"), NAMES),
-        charts.measure_vs_d_k(df, 16, column="entropy", text=entropy_text, names=NAMES, ceiling=math.log(4)),
-        charts.measure_vs_d_k(df, 16, column="max_weight", text=chart_text("max_weight"), names=NAMES),
+        charts.jacobian_vs_d_k(df, chart_text("jacobian"), NAMES, d_k=16),
+        charts.measure_vs_d_k(df, column="entropy", text=entropy_text, names=NAMES, ceiling=math.log(4), d_k=16),
+        charts.measure_vs_d_k(df, column="max_weight", text=chart_text("max_weight"), names=NAMES, d_k=16),
         charts.row_bars(row, "unscaled", chart_text("bars", t=0.5, value=0.25)),
-        charts.entropy_vs_temperature(curve, math.log(4), 0.5, chart_text("temperature"), NAMES),
+        charts.entropy_vs_temperature(curve, math.log(4), chart_text("temperature"), NAMES, temperature=0.5),
     ]
     for chart in built:
         spec = chart.to_dict()  # validate=True: raises on any schema error
@@ -267,16 +268,17 @@ def test_chart_specs_validate_against_vega_lite():
     assert built[1].to_dict()["title"] == "Entropy of the weights, mean over rows"
     assert "log n = 1.386 (uniform)" in str(built[1].to_dict())  # the ceiling's label, filled by the page
     assert built[3].to_dict()["title"] == "One query's weights at T = 0.5"
-    # the current d_k and T are parameters: moving them changes only their value, and the spec stays valid
+    # the current d_k and T are parameters: moving them (draw.with_params, what chart(params=) draws) changes only
+    # their value, and the spec stays valid
     for chart, param in ((built[0], charts.D_K_PARAM), (built[1], charts.D_K_PARAM), (built[4], charts.T_PARAM)):
         built_spec = chart.to_dict()
         before = repr(built_spec)
-        spec = charts.set_param(built_spec, param, 256.0)
+        spec = with_params(built_spec, {param: 256.0})
         assert [p for p in spec["params"] if p["name"] == param] == [{"name": param, "value": 256.0}]
         assert repr(built_spec) == before  # the shared spec is left as it was
         alt.Chart.from_dict(spec)  # validates
     with pytest.raises(ValueError, match="d_k_now"):
-        charts.set_param(built[3].to_dict(), charts.D_K_PARAM, 256)
+        with_params(built[3].to_dict(), {charts.D_K_PARAM: 256})
     styler = charts.jacobian_table(cells, tables.JACOBIAN_LIMIT)
     html = styler.to_html()
     assert "background-color: rgba(202, 0, 32" in html
