@@ -39,6 +39,7 @@ import streamlit as st
 from attn_core.bench import Host, hosting, stopping
 from explorer.ui.i18n import t
 from explorer.ui.internals import RerunException, StopException, run_yield_check, session_id
+from explorer.ui.sidebar import RUNNING  # in the sidebar, which a fresh server's home page runs without torch
 
 POLL_S = 0.5  # how often a waiting run wakes to report its place (and to notice it was stopped)
 KEEP_S = 1.0  # how long an owner's place is kept for its next part after one ends
@@ -256,7 +257,6 @@ def headroom() -> int | None:
 # What survives a restart is the tab's address: heavy work writes its kind there while it runs and removes it when
 # it ends. A new session that finds it (the server restarted, or the session was lost, mid-run) knows the run was
 # cut short; this session's own record tells a run it stopped itself (Cancel, another click) from such a loss.
-RUNNING = "running"  # URL parameter: the kind of heavy work under way in this tab
 _MINE = "_heavy_running"  # session state: the kind this session started and has not seen end
 
 

@@ -1,6 +1,7 @@
 """What the router (app.py) does around the pages: load every module once, in one thread, before any page runs (the
 page asked for shows its title and lede meanwhile), then warm torch's first uses beside the pages (warm_torch), and
-let a page's st.stop() end that page instead of the router's whole run."""
+let a page's st.stop() end that page instead of the router's whole run. A fresh server's home page needs none of
+what the thread imports: it is drawn whole before the thread starts (home_first)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import atexit
 import concurrent.futures
 import contextlib
 import gc
+import importlib
 import logging
 import os
 import pathlib
@@ -20,7 +22,20 @@ import streamlit as st
 
 from explorer.ui.i18n import DEFAULT, LANGUAGES, browser_language, catalog
 from explorer.ui.internals import StopException
+from explorer.ui.page import TEACHER_OPEN
 from explorer.ui.registry import PAGES
+from explorer.ui.sidebar import hardware_known
+
+# Everything the router's chrome (sidebar, connection words, navigation, lesson bar) and the home page import: no
+# torch, pandas or Altair. Imported here, by app.py's first line, so that a home page run while the page-loading
+# thread imports the rest finds them in already and imports nothing itself: no two threads import the same module.
+# Streamlit loads its icons' names on the first icon drawn (st.Page, st.page_link): one of them.
+LIGHT = (
+    *(f"explorer.ui.{name}" for name in ("connection", "glossary", "page", "sidebar", "state")),
+    "streamlit.material_icon_names",
+)
+for _name in LIGHT:
+    importlib.import_module(_name)
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SCRIPTS = (ROOT / "app.py", ROOT / "views")  # the router and the folder of page scripts
@@ -39,11 +54,22 @@ def scripts() -> list[pathlib.Path]:
     return [router, *sorted(views.glob("*.py"))]
 
 
+def top_imports(body: list) -> list:
+    """The import statements a script runs at its top level, those under a top-level `if` too (app.py imports torch
+    only once the load is done), none inside a function or class."""
+    found = []
+    for node in body:
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            found.append(node)
+        elif isinstance(node, ast.If):
+            found += top_imports(node.body) + top_imports(node.orelse)
+    return found
+
+
 def import_lines(path: pathlib.Path):
     """A script's top-level import statements, compiled without the rest of the script."""
     tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
-    lines = [node for node in tree.body if isinstance(node, ast.Import | ast.ImportFrom)]
-    return compile(ast.Module(lines, type_ignores=[]), str(path), "exec")
+    return compile(ast.Module(top_imports(tree.body), type_ignores=[]), str(path), "exec")
 
 
 def _wait_for_gate() -> None:
@@ -101,16 +127,22 @@ def warm_torch() -> None:
     torch.optim.Adam([weight], foreach=True).step()  # the step imports a little more (the profiler's hooks)
 
 
+def freeze() -> None:
+    """Move what the process has made so far out of the collector's generations (it stays for good: modules); unfrozen
+    at exit, where Triton's nanobind module would report each frozen object as a leak. Also what a home page drawn
+    before the load does (home_first), which settle_process, importing torch, cannot."""
+    gc.freeze()
+    atexit.unregister(gc.unfreeze)
+    atexit.register(gc.unfreeze)
+
+
 def _warm_after_load() -> None:
     try:
         if "torch" in sys.modules:  # the pages use it (a test's stand-in scripts may not)
             warm_torch()
         # As the first run's settle does (explorer.ui.heavy.settle_process) for the load: the ~127,000 objects these
-        # imports made cost every full collection 65-75 ms more (measured) unless frozen; unfrozen at exit, where
-        # Triton's nanobind module would report each frozen object as a leak.
-        gc.freeze()
-        atexit.unregister(gc.unfreeze)
-        atexit.register(gc.unfreeze)
+        # imports made cost every full collection 65-75 ms more (measured) unless frozen.
+        freeze()
     except Exception:  # noqa: BLE001 - not fatal: the pages import what they use themselves
         logging.getLogger(__name__).exception("warming torch's first uses failed")
     finally:
@@ -166,6 +198,15 @@ def load_modules() -> None:
     is raised here and the next run tries again."""
     if not loaded():
         start_loading().result()
+
+
+def home_first() -> bool:
+    """Whether this run may draw its page before the modules are loaded: the home page of a server that has not
+    loaded them yet, which with the router's chrome needs only the LIGHT modules (the whole first page within ~1 s
+    of a quiet server's start instead of after the ~2 s of a core that the load takes). Not while the teacher's
+    panel is open (its QR code imports segno), nor where a GPU device is there (the sidebar names it from torch).
+    The run then starts the load as it ends (start_loading); a page it switches to waits for the load."""
+    return not loaded() and _asked_page() == "home" and hardware_known() and not st.session_state.get(TEACHER_OPEN)
 
 
 def _word(lang: str, *keys: str) -> str:

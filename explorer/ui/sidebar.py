@@ -4,16 +4,17 @@ links to a view: the share panel, the teacher's class link and its QR code."""
 from __future__ import annotations
 
 import functools
+import glob
+import importlib.metadata
 import io
 import platform
+import sys
 import urllib.parse
 from collections.abc import Callable
 
 import streamlit as st
-import torch
 
 from explorer.ui import state
-from explorer.ui.heavy import RUNNING
 from explorer.ui.i18n import LANGUAGES, browser_language, language_changed, t
 from explorer.ui.internals import internal_ip
 from explorer.ui.page import (
@@ -29,11 +30,24 @@ from explorer.ui.page import (
 from explorer.ui.registry import LESSON, PageInfo
 
 BROWSER = "browser"  # the teacher's language choice that leaves the language to each student's browser
+RUNNING = "running"  # URL parameter: the kind of heavy work under way in this tab (explorer.ui.heavy sets it)
+THREADS = 1  # torch's threads per operation, as the router (app.py) sets them
+GPU_DEVICES = ("/dev/nvidia[0-9]*", "/dev/kfd")  # CUDA's and ROCm's device files: torch sees no GPU without one
+
+
+def hardware_known() -> bool:
+    """Whether the sidebar can say the hardware without importing torch: torch is in already, or no GPU device is
+    there (a fresh server's home page runs before torch is imported, and may import nothing; explorer.ui.router)."""
+    return "torch" in sys.modules or not any(glob.glob(pattern) for pattern in GPU_DEVICES)
 
 
 @st.cache_resource
 def _hardware() -> dict:
     """What the app computes on, once per process: the GPU's name, or the CPU with its thread count."""
+    torch = sys.modules.get("torch")
+    if torch is None:  # no GPU device (hardware_known): the CPU, with the threads the router gives torch
+        version = importlib.metadata.version("torch")
+        return {"kind": "cpu", "threads": THREADS, "name": platform.processor() or platform.machine(), "torch": version}
     if torch.cuda.is_available():
         return {"kind": "gpu", "name": torch.cuda.get_device_name(0), "torch": torch.__version__}
     cpu = platform.processor() or platform.machine()

@@ -49,7 +49,7 @@ def _imported_by_scripts() -> set[str]:
 
     named = set()
     for script in router.scripts():
-        for node in ast.parse(script.read_text(encoding="utf-8")).body:
+        for node in router.top_imports(ast.parse(script.read_text(encoding="utf-8")).body):
             if isinstance(node, ast.ImportFrom):
                 named.add(node.module)
             elif isinstance(node, ast.Import):
@@ -65,9 +65,68 @@ def test_load_modules_imports_what_every_page_imports_before_any_page_runs():
         "print(json.dumps(sorted(sys.modules)))"
     )
     wanted = _imported_by_scripts()
-    assert {"attn_core.learn", "explorer.ui.sidebar", "torch"} <= wanted  # the router and the pages were read
+    assert {"explorer.ui.draw", "explorer.ui.sidebar", "torch"} <= wanted  # the router and the pages were read (no
+    # page imports attn_core since 4f70577: attn_core.learn was the pages' mark before)
     assert wanted <= set(got), sorted(wanted - set(got))
     assert {"explorer.tables.scaling", "explorer.charts.flash"} <= set(got)  # `from package import module` too
+
+
+def test_a_fresh_server_s_home_page_is_drawn_whole_before_the_load_and_imports_nothing_new():
+    """The home page and the router's chrome need no torch, pandas or Altair: on a fresh server its run draws the whole
+    page (sidebar with the hardware, the cards, the lesson button; no "preparing" word) without waiting for the
+    page-loading thread, and imports no module the router had not imported before that thread could start (a
+    module imported by two threads at once is issue 26's race); the run starts the load as it ends. The loader is
+    held (ATTN_LOADER_GATE) so that it imports nothing meanwhile."""
+    got = _fresh(
+        "import json, os, sys\n"
+        "os.environ['ATTN_LOADER_GATE'] = '/nonexistent/gate'\n"
+        "from streamlit.testing.v1 import AppTest\n"
+        "AppTest.from_string('import streamlit as st\\nst.title(1)\\nst.button(\"b\")').run()  # AppTest's own\n"
+        "from explorer.ui import router\n"
+        "from explorer.ui.i18n import catalog\n"
+        "before = set(sys.modules)\n"
+        "at = AppTest.from_file('app.py', default_timeout=60).run()\n"
+        "preparing = catalog('en')['common.frame.preparing']\n"
+        "print(json.dumps(dict(errors=[str(e.value) for e in at.exception], new=sorted(set(sys.modules) - before),\n"
+        "    started=router._load is not None, loaded=router.loaded(), buttons=len(at.button),\n"
+        "    preparing=any(c.value == preparing for c in at.caption),\n"
+        "    hardware=any('CPU' in c.value for c in at.sidebar.caption))))"
+    )
+    assert got == {
+        "errors": [],
+        "new": [],
+        "started": True,
+        "loaded": False,
+        "buttons": 1,
+        "preparing": False,
+        "hardware": True,
+    }
+
+
+def test_every_page_but_home_waits_for_the_load_and_home_too_once_a_gpu_or_the_teacher_s_panel_needs_it(monkeypatch):
+    """home_first: only the home page of a server that has not loaded yet, and only while the sidebar can name the
+    hardware without torch and the teacher's panel (its QR code imports segno) is closed."""
+    import streamlit as st
+
+    from explorer.ui import router
+
+    page = {"url": "http://h/"}
+    monkeypatch.setattr(router, "loaded", lambda: False)
+    monkeypatch.setattr(router, "hardware_known", lambda: True)
+    monkeypatch.setattr(type(st.context), "url", property(lambda _: page["url"]))
+    monkeypatch.setattr(st, "session_state", {})
+    assert router.home_first()
+    page["url"] = "http://h/masks"
+    assert not router.home_first()
+    page["url"] = "http://h/"
+    st.session_state[router.TEACHER_OPEN] = True
+    assert not router.home_first()
+    st.session_state.clear()
+    monkeypatch.setattr(router, "hardware_known", lambda: False)
+    assert not router.home_first()
+    monkeypatch.setattr(router, "hardware_known", lambda: True)
+    monkeypatch.setattr(router, "loaded", lambda: True)
+    assert not router.home_first()
 
 
 def test_a_failed_load_is_raised_to_the_waiting_run_and_the_next_run_tries_again(tmp_path):
