@@ -35,7 +35,7 @@ TERMS: tuple[Term, ...] = (
     Term("n", r"n", "shapes", ("masks", "flash_walkthrough", "scaling")),
     Term("d_model", r"d_{\text{model}}", "shapes", ("multihead", "positional")),
     Term("d_k", r"d_k", "shapes", ("worked_example", "sqrt_dk", "saturation", "masks", "multihead")),
-    Term("d_v", r"d_v", "shapes", ("worked_example", "saturation", "flash_walkthrough")),
+    Term("d_v", r"d_v", "shapes", ("worked_example",)),
     Term("projections", r"W_Q,\ W_K,\ W_V", "shapes", ("equivariance", "geometry", "multihead")),
     Term("head", r"h,\ d_{\text{model}}/h", "shapes", ("multihead", "flash_walkthrough", "scaling")),
     Term(
@@ -79,7 +79,7 @@ TERMS: tuple[Term, ...] = (
     Term("dtypes", r"\text{fp32},\ \text{fp16},\ \text{bf16}", "hardware", ("masks", "flash_walkthrough", "scaling")),
     Term("big_o", r"O(n^2),\ O(n)", "hardware", ("scaling",)),
     Term("flops", r"\text{FLOPs}", "hardware", ("scaling",)),
-    Term("macs", r"\text{MACs}", "hardware", ("multihead", "scaling")),
+    Term("macs", r"\text{MACs}", "hardware", ("multihead",)),
     Term("sdpa", r"\text{SDPA}", "hardware", ("scaling",)),
     Term("hbm", r"\text{HBM}", "hardware", ("flash_walkthrough",)),
     Term("sram", r"\text{SRAM},\ \text{SM}", "hardware", ("flash_walkthrough",)),

@@ -16,12 +16,13 @@ from explorer.ui.registry import PAGES
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 BY_NAME = {p.name: p for p in PAGES}
-# What shows that a page uses a term: a pattern found in the page's English strings or its code.
+# What shows that a page uses a term: a pattern found in the page's English strings or its code, as a word of its
+# own ("seed_value" is no use of d_v).
 USES = {
     "n": r"\bn\b",
-    "d_model": r"d_model",
-    "d_k": r"d_k",
-    "d_v": r"d_v",
+    "d_model": r"\bd_model\b",
+    "d_k": r"\bd_k\b",
+    "d_v": r"\bd_v\b",
     "projections": r"W_[QKVqkv]",
     "head": r"\bheads?\b",
     "logits": r"logit",
@@ -42,8 +43,8 @@ USES = {
     "epsilon": r"ε",
     "dtypes": r"float16|float32|fp16|fp32|bf16|bfloat16",
     "big_o": r"O\(n",
-    "flops": r"FLOP",
-    "macs": r"MAC",
+    "flops": r"\bFLOPs?\b",
+    "macs": r"\bMACs?\b",
     "sdpa": r"SDPA",
     "hbm": r"HBM",
     "sram": r"SRAM|\bSMs?\b",
