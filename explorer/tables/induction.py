@@ -103,29 +103,39 @@ def memory_mb(pair: Pair) -> float:
     return 8 + total / 2**20
 
 
+def step_share(pair: Pair) -> float:
+    """The work of a 1-layer step in 2-layer steps (about 0.55): a click counts its progress in 2-layer steps, so
+    that the pace the line measures on the 2-layer model, trained first, holds for the cheaper 1-layer steps that
+    follow (counted as steps, the first estimates were 1.44x too long: benchmarks/induction_page.md)."""
+    return (work(pair.one) / pair.one.steps) / (work(pair.two) / pair.two.steps)
+
+
 def cost(pair: Pair) -> tuple[int, float, float]:
     """(training steps, flops per step, memory in MiB) of one click: what the training line's estimates and its
-    memory check are computed from (explorer.ui.training.Cost)."""
-    steps = pair.two.steps + pair.one.steps
+    memory check are computed from (explorer.ui.training.Cost); steps counted in 2-layer steps (step_share)."""
+    steps = pair.two.steps + round(pair.one.steps * step_share(pair))
     return steps, pair_work(pair) / steps, memory_mb(pair)
 
 
-def _train_one(cfg: InductionConfig, keep_going, progress, done: int, total: int) -> InductionResult:
+def _train_one(
+    cfg: InductionConfig, keep_going, progress, done: int, total: int, share: float = 1.0
+) -> InductionResult:
     result = None
     for item in train_induction_iter(cfg, stop=lambda *_: keep_going is not None and not keep_going(done)):
         if isinstance(item, InductionSnapshot):
             if progress is not None:
-                progress(done + item.step, total, item.losses["all"])
+                progress(done + round(item.step * share), total, item.losses["all"])
         else:
             result = item
     return result
 
 
 def train_pair(pair: Pair, *, keep_going=None, progress=None) -> Pair:
-    """Train both models, the 2-layer one first; the training line's run(config, keep_going=, progress=)."""
-    total = pair.two.steps + pair.one.steps
+    """Train both models, the 2-layer one first; the training line's run(config, keep_going=, progress=), its
+    progress counted in 2-layer steps as cost() counts them."""
+    total = cost(pair)[0]
     two = _train_one(pair.two, keep_going, progress, 0, total)
-    one = _train_one(pair.one, keep_going, progress, pair.two.steps, total)
+    one = _train_one(pair.one, keep_going, progress, pair.two.steps, total, step_share(pair))
     return Pair(two, one)
 
 

@@ -143,7 +143,23 @@ def test_the_page_refuses_work_beyond_its_cap(monkeypatch):
     with pytest.raises(TooMuchWork):
         tables.pair_config(max(tables.STEPS), 0)
     steps, flops, memory = tables.cost(tables.pair_config(min(tables.STEPS), 0))
-    assert steps == 2 * min(tables.STEPS) and flops > 0 and memory > 0
+    pair = tables.pair_config(min(tables.STEPS), 0)
+    assert steps == min(tables.STEPS) + round(min(tables.STEPS) * tables.step_share(pair)) and flops > 0 and memory > 0
+    assert 0.4 < tables.step_share(pair) < 0.7  # a 1-layer step: about half the work of a 2-layer one
+    assert flops * steps == pytest.approx(tables.pair_work(pair))
+
+
+def test_a_click_s_progress_ends_at_its_cost_in_two_layer_steps():
+    """The training line's estimate is its pace per counted step times the steps left: counted in 2-layer steps, the
+    1-layer model's cheaper steps count by their work, and the progress reaches exactly the cost's steps."""
+    pair = tables.pair_config(min(tables.STEPS), 0)
+    seen = []
+    tables.train_pair(pair, progress=lambda done, total, loss: seen.append((done, total)))
+    steps = tables.cost(pair)[0]
+    assert {total for _, total in seen} == {steps}
+    assert seen[-1][0] == steps and [d for d, _ in seen] == sorted(d for d, _ in seen)
+    two_layer_end = max(d for d, _ in seen if d <= pair.two.steps)
+    assert two_layer_end == pair.two.steps < steps < 2 * pair.two.steps
 
 
 def chart_texts(at) -> list[str]:
