@@ -183,10 +183,14 @@ async def _home_while_held(gate) -> tuple[list, str]:
             with fresh_server(env={GATE: str(gate)}) as (url, _, log):
                 await page.goto(url + "/?lang=zh", timeout=120_000)
                 await page.wait_for_function(FIRST_RUN_FINISHED, timeout=90_000, polling=50)
-                # The browser draws the finished run's last elements a moment after its state says so.
-                last = '() => document.querySelector(\'[data-testid="stMain"] [data-testid="stButton"]\')'
+                # The browser draws the finished run's last elements a moment after its state says so (CI once
+                # read 9 of the 15 cards with the lesson button already drawn): wait for the button and every card.
+                last = (
+                    '(cards) => document.querySelector(\'[data-testid="stMain"] [data-testid="stButton"]\') &&'
+                    ' document.querySelectorAll(\'[data-testid="stMain"] [data-testid="stPageLink"]\').length >= cards'
+                )
                 with contextlib.suppress(PlaywrightTimeout):
-                    await page.wait_for_function(last, timeout=10_000, polling=50)
+                    await page.wait_for_function(last, arg=len(PAGE_NAMES), timeout=10_000, polling=50)
                 return await page.evaluate(HOME_SHOWN, preparing), log()
         finally:
             await browser.close()
