@@ -119,26 +119,33 @@ SHOWN = """(preparing) => [
 ]""".replace("(FIRST_HEADING)", f"({FIRST_HEADING})")
 
 
-async def _first_visit_held(path: str, gate) -> tuple[list, list, str]:
-    """A Chromium started first, then a fresh server whose page-loading thread waits for the file `gate`: the
-    browser opens `path`; what it shows once a heading is there (the load held), then once the gate is opened and
-    the page's first run has finished."""
+@contextlib.asynccontextmanager
+async def _held_server(gate):
+    """A Chromium started first (so that its start does not count in the server's), then a fresh server whose
+    page-loading thread waits for the file `gate`: yields a blank browser page, the server's url and its log()."""
     from playwright.async_api import async_playwright
 
-    preparing = catalog("zh")["common.frame.preparing"]
     async with async_playwright() as pw:
         browser = await pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         try:
             page = await browser.new_page(viewport=VIEWPORT)
             with fresh_server(env={GATE: str(gate)}) as (url, _, log):
-                await page.goto(url + path, timeout=120_000)
-                await page.wait_for_function(f"() => ({FIRST_HEADING})()", timeout=120_000, polling=50)
-                held = await page.evaluate(SHOWN, preparing)
-                gate.touch()
-                await page.wait_for_function(FIRST_RUN_FINISHED, timeout=120_000, polling=50)
-                return held, await page.evaluate(SHOWN, preparing), log()
+                yield page, url, log
         finally:
             await browser.close()
+
+
+async def _first_visit_held(path: str, gate) -> tuple[list, list, str]:
+    """The browser opens `path` on a held server: what it shows once a heading is there (the load held), then once
+    the gate is opened and the page's first run has finished."""
+    preparing = catalog("zh")["common.frame.preparing"]
+    async with _held_server(gate) as (page, url, log):
+        await page.goto(url + path, timeout=120_000)
+        await page.wait_for_function(f"() => ({FIRST_HEADING})()", timeout=120_000, polling=50)
+        held = await page.evaluate(SHOWN, preparing)
+        gate.touch()
+        await page.wait_for_function(FIRST_RUN_FINISHED, timeout=120_000, polling=50)
+        return held, await page.evaluate(SHOWN, preparing), log()
 
 
 def test_a_fresh_server_shows_the_asked_page_title_while_its_modules_load(tmp_path):
@@ -170,30 +177,22 @@ HOME_SHOWN = """(preparing) => [
 
 
 async def _home_while_held(gate) -> tuple[list, str]:
-    """A fresh server whose page-loading thread waits for the file `gate`, never made: what a browser shows once the
-    home page's first run has finished."""
+    """A held server whose gate is never made: what a browser shows once the home page's first run has finished."""
     from playwright.async_api import TimeoutError as PlaywrightTimeout
-    from playwright.async_api import async_playwright
 
     preparing = catalog("zh")["common.frame.preparing"]
-    async with async_playwright() as pw:
-        browser = await pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        try:
-            page = await browser.new_page(viewport=VIEWPORT)
-            with fresh_server(env={GATE: str(gate)}) as (url, _, log):
-                await page.goto(url + "/?lang=zh", timeout=120_000)
-                await page.wait_for_function(FIRST_RUN_FINISHED, timeout=90_000, polling=50)
-                # The browser draws the finished run's last elements a moment after its state says so (CI once
-                # read 9 of the 15 cards with the lesson button already drawn): wait for the button and every card.
-                last = (
-                    '(cards) => document.querySelector(\'[data-testid="stMain"] [data-testid="stButton"]\') &&'
-                    ' document.querySelectorAll(\'[data-testid="stMain"] [data-testid="stPageLink"]\').length >= cards'
-                )
-                with contextlib.suppress(PlaywrightTimeout):
-                    await page.wait_for_function(last, arg=len(PAGE_NAMES), timeout=10_000, polling=50)
-                return await page.evaluate(HOME_SHOWN, preparing), log()
-        finally:
-            await browser.close()
+    async with _held_server(gate) as (page, url, log):
+        await page.goto(url + "/?lang=zh", timeout=120_000)
+        await page.wait_for_function(FIRST_RUN_FINISHED, timeout=90_000, polling=50)
+        # The browser draws the finished run's last elements a moment after its state says so (CI once read 9 of
+        # the 15 cards with the lesson button already drawn): wait for the button and every card.
+        last = (
+            '(cards) => document.querySelector(\'[data-testid="stMain"] [data-testid="stButton"]\') &&'
+            ' document.querySelectorAll(\'[data-testid="stMain"] [data-testid="stPageLink"]\').length >= cards'
+        )
+        with contextlib.suppress(PlaywrightTimeout):
+            await page.wait_for_function(last, arg=len(PAGE_NAMES), timeout=10_000, polling=50)
+        return await page.evaluate(HOME_SHOWN, preparing), log()
 
 
 def test_a_fresh_server_draws_the_whole_home_page_before_it_loads_any_page_s_modules(tmp_path):
