@@ -53,7 +53,7 @@ def not_kept_warning(facts: dict) -> None:
     if noisy:
         why += t("scaling.noisy", methods=t("scaling.separator").join(names[m] for m in noisy))
     if why:
-        st.warning(t("scaling.not_kept", why=why), icon=":material/speed:")
+        st.warning(t("scaling.not_kept", why=why, seconds=int(tables.SHARE_UNKEPT_S)), icon=":material/speed:")
 
 
 def run_again() -> None:

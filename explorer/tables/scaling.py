@@ -222,21 +222,32 @@ class Measured:
     rows: pd.DataFrame
     cache_key: tuple
     kept: bool
+    ended: float = 0.0  # time.monotonic() when measure() returned
 
 
 _MEASURED = Store(64)  # live runs by (method, settings), for the whole server
+# An unkept run answers every student who opens the same setting within this many seconds of its end, with the
+# page's words on why it is not kept. Measuring afresh for each of them would only add to the load that made the
+# run unkept (a class on the page measured ~one run a student, each on a busier server) and make each wait in the
+# heavy line; after this the next student measures afresh.
+SHARE_UNKEPT_S = 60.0
 
 
-def measured(method: str, settings: LiveSettings, measure: Callable[[], pd.DataFrame]) -> Measured:
-    """One method's live rows for the whole server: measure() runs once per setting (a second caller asking meanwhile
-    waits for the first one's rows). Rows that are not keepable (memory cut them short, the server was busy, or
-    their repeats disagree) are returned and not kept: the next caller measures afresh."""
+def measured(method: str, settings: LiveSettings, measure: Callable[[], pd.DataFrame], since: float = -math.inf):
+    """One method's live rows (a Measured) for the whole server: measure() runs once per setting, a second caller
+    asking meanwhile waiting for the first one's rows. Rows that are not keepable (memory cut them short, the server
+    was busy, or their repeats disagree) answer for SHARE_UNKEPT_S only, and only a caller who saw none that ended
+    at `since` or later (time.monotonic(): a student who pressed "Run benchmark" under a run the server did not keep
+    asks for a newer one)."""
 
     def run() -> Measured:
         rows = measure()
-        return Measured(rows, (method, settings, time.time_ns()), keepable(rows))
+        return Measured(rows, (method, settings, time.time_ns()), keepable(rows), time.monotonic())
 
-    return _MEASURED.get_once((method, settings), run, keep=lambda run: run.kept)
+    def fresh(run: Measured) -> bool:
+        return run.kept or (run.ended > since and run.ended > time.monotonic() - SHARE_UNKEPT_S)
+
+    return _MEASURED.get_once((method, settings), run, fresh)
 
 
 @cached(64)

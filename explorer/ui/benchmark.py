@@ -8,6 +8,7 @@ re-exported here, so a view imports no caching or line machinery (tests/test_rep
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import streamlit as st
@@ -17,9 +18,12 @@ from explorer.ui import heavy
 from explorer.ui.i18n import t
 
 KIND = "benchmark"  # the heavy line's name for this work, in the URL while it runs
-# A run measured while the server was busy, too noisy to state a slope or cut short for memory serves only the
-# session that measured it (tables.keepable): kept here, by setting, until forget() (its "Run benchmark" pressed).
+# A run measured while the server was busy, too noisy to state a slope or cut short for memory (tables.keepable)
+# serves the whole server for a minute only (tables.measured), and the session that saw it for as long as it stays
+# on the setting: kept here, by setting, until forget() (its "Run benchmark" pressed). SEEN: when each run this
+# session saw and asked to replace ended; only a run measured after that answers it.
 UNKEPT = "_bench_unkept_runs"
+SEEN = "_bench_replaced_runs_ended"
 
 Full = heavy.Full  # the server's line is full: the page says so and keeps working
 Say = Callable[[int, int, str], str]  # say(done, total, entry): the progress bar's words
@@ -37,8 +41,10 @@ def short_of_memory_text(count: int, smallest_need_mib: float) -> str:
 
 
 def forget() -> None:
-    """A new press of "Run benchmark": measure again what the server did not keep."""
-    st.session_state.pop(UNKEPT, None)
+    """A new press of "Run benchmark": measure again what the server did not keep, unless another student's run
+    ended since the one this session saw (a student who saw none takes the one the server shares)."""
+    seen = st.session_state.setdefault(SEEN, {})
+    seen.update({key: run.ended for key, run in st.session_state.pop(UNKEPT, {}).items()})
 
 
 def measure(method: str, settings: tables.LiveSettings, say: Say, where=st) -> object:
@@ -62,11 +68,12 @@ def measure(method: str, settings: tables.LiveSettings, say: Say, where=st) -> o
 
 def measured(method: str, settings: tables.LiveSettings, say: Say, where=st) -> tables.Measured:
     """One method's live run: once for the whole server per setting while keepable; a run the server did not keep
-    serves this session's reruns, and the next student measures afresh."""
+    serves this session's reruns and, for a minute, the students who open the same setting."""
     mine = st.session_state.setdefault(UNKEPT, {})
     if (method, settings) in mine:
         return mine[method, settings]
-    run = tables.measured(method, settings, lambda: measure(method, settings, say, where))
+    since = st.session_state.get(SEEN, {}).get((method, settings), -math.inf)
+    run = tables.measured(method, settings, lambda: measure(method, settings, say, where), since)
     if not run.kept:
         mine[method, settings] = run
     return run

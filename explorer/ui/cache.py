@@ -248,11 +248,13 @@ class Store:
             self.put(key, value)
         return value
 
-    def get_once(self, key, build: Callable[[], object], keep: Callable[[object], bool] | None = None):
+    def get_once(self, key, build: Callable[[], object], fresh: Callable[[object], bool] | None = None):
         """get(), for expensive builds: one build per key at a time, a second caller waiting for the first's value.
-        A value for which keep(value) is False is returned to its caller and not kept (a waiter then builds)."""
+        fresh(value): whether a kept value still answers this caller; one that does not is built again (once, the
+        callers waiting meanwhile taking the new value if it answers them)."""
+        usable = lambda value: value is not _MISSING and (fresh is None or fresh(value))  # noqa: E731
         value = self.look(key)
-        if value is not _MISSING:
+        if usable(value):
             return value
         with self._lock:
             building = self._building.setdefault(key, [threading.Lock(), 0])
@@ -260,10 +262,9 @@ class Store:
         try:
             with building[0]:
                 value = self.look(key)
-                if value is _MISSING:
+                if not usable(value):
                     value = build()
-                    if keep is None or keep(value):
-                        self.put(key, value)
+                    self.put(key, value)
                 return value
         finally:
             with self._lock:

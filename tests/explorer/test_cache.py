@@ -128,8 +128,17 @@ def test_get_once_builds_once_for_callers_who_arrive_together_and_keeps_only_wha
     first.join(5)
     second.join(5)
     assert builds == [1] and results[0] is results[1]  # the second caller waited for the first one's value
-    assert store.get_once("cut", lambda: {"short": True}, keep=lambda v: not v["short"]) == {"short": True}
-    assert store.peek("cut") is None and store.peek("k") is results[0]
+    assert store.peek("k") is results[0]
+
+
+def test_get_once_builds_again_what_is_no_longer_fresh_for_its_caller():
+    store, builds = Store(4), []
+    build = lambda: builds.append(1) or {"n": len(builds)}  # noqa: E731
+    first = store.get_once("k", build, fresh=lambda v: True)
+    assert store.get_once("k", build, fresh=lambda v: v["n"] >= 1) is first and builds == [1]
+    again = store.get_once("k", build, fresh=lambda v: v["n"] >= 2)  # stale for this caller: built again, kept
+    assert again == {"n": 2} and store.peek("k") is again and builds == [1, 1]
+    assert store.get_once("k", build) is again  # no test: whatever is kept answers
 
 
 # --- @cached ---------------------------------------------------------------------------------------------------------

@@ -231,9 +231,14 @@ def test_a_kept_run_is_measured_once_for_the_server_and_an_unkept_one_again(monk
     monkeypatch.setattr(tables, "keepable", lambda rows: keep)
     settings = tables.LiveSettings(256, 16, 1, False, 32, 64, seed=1000 + keep)  # a setting no other test measures
     first = tables.measured("naive", settings, measure)
-    again = tables.measured("naive", settings, measure)
-    assert first.kept is keep and len(calls) == (1 if keep else 2)
-    assert (again is first) == keep and first.cache_key[:2] == ("naive", settings)
+    assert tables.measured("naive", settings, measure) is first and len(calls) == 1  # kept, or shared for a while
+    assert first.kept is keep and first.cache_key[:2] == ("naive", settings)
+    again = tables.measured("naive", settings, measure, since=first.ended)  # its student asks for a newer run
+    assert (again is first) == keep and len(calls) == (1 if keep else 2)
+    if not keep:  # the new run answers the student who pressed, and the others
+        assert again.ended > first.ended and tables.measured("naive", settings, measure) is again
+        monkeypatch.setattr(tables, "SHARE_UNKEPT_S", 0.0)  # its minute is over: the next student measures afresh
+        assert tables.measured("naive", settings, measure) is not again and len(calls) == 3
     rows = tables.live_rows((first,))
     assert rows is tables.live_rows((first,)) and list(rows.n) == [128, 256]  # keyed by the run's name, not its rows
 
