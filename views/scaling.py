@@ -136,6 +136,25 @@ def triton_part(files) -> None:
             )
 
 
+def live_chart(pts, fitted, value: str, text: dict, slope: str, log: bool, name: str, **extra) -> None:
+    """One of the two live charts, time or memory: the points of `value` with their guide lines, the slope that
+    the table states (`slope`, a tables.slopes column) in the legend, and its CSV. extra: band or theory."""
+    chart(
+        charts.scaling_chart,
+        pts,
+        tables.guide_lines(pts, value, LIVE),
+        value=value,
+        text=text,
+        names=names,
+        sources=sources,
+        slopes=tables.legend_slopes(fitted, slope, LIVE),
+        log=log,
+        name=name,
+        data=tables.chart_csv(pts, value),
+        **extra,
+    )
+
+
 if WAITING not in st.session_state:  # first visit of this session: read before the controls publish
     st.session_state[WAITING] = any(key in st.query_params for key in FORM_KEYS)
 cut_short = benchmark.interrupted()
@@ -276,37 +295,12 @@ with left, friendly_errors(t("scaling.sections.charts")):
         st.warning(t("scaling.nothing_measured"), icon=":material/warning:")
     else:
         axes = td("scaling.charts.axes")
-        time_text = axes | td("scaling.charts.time")
-        memory_text = axes | td("scaling.charts.memory")
         fitted = tables.slopes(pts)
-        chart(
-            charts.scaling_chart,
-            pts,
-            tables.guide_lines(pts, "time_ms", LIVE),
-            value="time_ms",
-            text=time_text,
-            names=names,
-            sources=sources,
-            slopes=tables.legend_slopes(fitted, "time_stated", LIVE),  # the slope the table states, or none
-            log=log,
-            band=("time_p10", "time_p90"),
-            name="scaling_time",
-            data=tables.chart_csv(pts, "time_ms"),
-        )
-        chart(
-            charts.scaling_chart,
-            pts,
-            tables.guide_lines(pts, "peak_mib", LIVE),
-            value="peak_mib",
-            text=memory_text,
-            names=names,
-            sources=sources,
-            slopes=tables.legend_slopes(fitted, "memory_slope", LIVE),
-            log=log,
-            theory=tables.score_matrix_line(pts, LIVE),
-            name="scaling_memory",
-            data=tables.chart_csv(pts, "peak_mib"),
-        )
+        time_text = axes | td("scaling.charts.time")
+        live_chart(pts, fitted, "time_ms", time_text, "time_stated", log, "scaling_time", band=("time_p10", "time_p90"))
+        memory_text = axes | td("scaling.charts.memory")
+        theory = tables.score_matrix_line(pts, LIVE)
+        live_chart(pts, fitted, "peak_mib", memory_text, "memory_slope", log, "scaling_memory", theory=theory)
         causal_word = t("scaling.causal_yes") if config.causal else t("scaling.causal_no")
         fields = tables.describe_fields(config) | {"causal": causal_word}
         if fields["block"] == tables.AUTO:

@@ -126,13 +126,16 @@ def head_maps(
     *,
     x: alt.X,
     y: alt.Y,
-    tooltip: list,
+    hover: Mapping[str, str],
     header_size: int | None = None,
 ):
     """Each head's attention map, two panels a row headed "head h": one square of `side` px per head, the
     weight on one 0..1 colour scale for every head, so that panels compare.
 
-    cells: head, weight and the fields of x, y and tooltip. text: title, head, weight."""
+    cells: head, weight and the fields of x, y and hover. hover: the tooltip's fields before the weight, each an
+    Altair shorthand ("query:O") to the key of `text` that titles it. text: title, head, weight and hover's keys."""
+    tooltip = [alt.Tooltip(field, title=text[key]) for field, key in hover.items()]
+    tooltip.append(alt.Tooltip("weight:Q", title=text["weight"], format=".3f"))
     size = alt.Undefined if header_size is None else header_size
     header = alt.Header(labelExpr=prefixed_header(text["head"]), labelFontSize=size)
     return (

@@ -121,20 +121,14 @@ def probe_maps(cells: pd.DataFrame, n: int, text: Mapping[str, str]):
     head, query, key, weight, token."""
     ticks = list(range(0, n, 8))
     cell = 3 if n > 40 else 6
-    tooltip = [
-        alt.Tooltip("query:O", title=text["query"]),
-        alt.Tooltip("q_token:O", title=text["token"]),
-        alt.Tooltip("key:O", title=text["key"]),
-        alt.Tooltip("k_token:O", title=text["token"]),
-        alt.Tooltip("weight:Q", title=text["weight"], format=".3f"),
-    ]
+    hover = {"query:O": "query", "q_token:O": "token", "key:O": "key", "k_token:O": "token"}
     return head_maps(
         cells,
         cell * n,
         text,
         x=alt.X("key:O", title=text["key"], axis=alt.Axis(values=ticks, labelAngle=0)),
         y=alt.Y("query:O", title=text["query"], axis=alt.Axis(values=ticks)),
-        tooltip=tooltip,
+        hover=hover,
         header_size=12,
     ).configure_legend(orient="right")
 

@@ -30,19 +30,14 @@ def layer_maps(cells: pd.DataFrame, n: int, text: Mapping[str, str]):
     # at least MIN_MAP px a side: below that the axis titles, wider than the map, ran into the next head's
     cell = max(3, min(10, 360 // max(n, 1)), -(-MIN_MAP // max(n, 1)))
     axis = alt.Axis(labels=n <= 40, ticks=n <= 40, labelFontSize=9, labelAngle=0, labelOverlap=True)
-    tooltip = [
-        alt.Tooltip("head:O", title=text["head"]),
-        alt.Tooltip("q_label:N", title=text["query"]),
-        alt.Tooltip("k_label:N", title=text["key"]),
-        alt.Tooltip("weight:Q", title=text["weight"], format=".3f"),
-    ]
+    hover = {"head:O": "head", "q_label:N": "query", "k_label:N": "key"}
     return head_maps(
         cells,
         cell * n,
         text,
         x=alt.X("key:O", title=text["key"], scale=alt.Scale(domain=list(range(n))), axis=axis),
         y=alt.Y("query:O", title=text["query"], scale=alt.Scale(domain=list(range(n))), axis=axis),
-        tooltip=tooltip,
+        hover=hover,
     )
 
 
