@@ -29,23 +29,18 @@ Measurements, per (n, method):
      until a weak reference on the storage says it was freed. The maximum is peak_mem_bytes, the
      memory the call needed on top of what was live before it; peak_mem_total_bytes adds the input
      bytes. The counter holds one weak reference per live storage, so what it costs does not grow
-     with the number of tiles (torch.profiler with profile_memory=True, used before, kept one event
-     per allocation and op: about 1 GB at n=4096 with 64 x 64 tiles, for a call needing 12 MiB).
-     Not seen: scratch buffers a kernel allocates and frees inside one op (SDPA's per-thread
-     buffers, about 1 MiB on 2 threads; oneDNN/MKL's own).
-     Check (B=1, H=4, d=64, fp32, n=2048): naive peaks at 3.0015 x B*H*n*n*4 bytes (logits,
-     logits - max and exp live at once, or logits, exp and weights), naive_masked at 4.0015 x
-     (plus the masked copy); tiled stays within tiled_working_bytes (a few (n, d) arrays and
-     tiles); SDPA at 0.03 x (its output and log-sum-exp). The profiler measured the same numbers
-     for naive and tiled to the byte.
+     with the number of tiles (torch.profiler's memory events, used before, did). Not seen:
+     scratch buffers a kernel allocates and frees inside one op (SDPA's per-thread buffers, about
+     1 MiB on 2 threads; oneDNN/MKL's own). The peaks checked against theory and the profiler:
+     benchmarks/cpu_attention.md, "How peak memory is measured on the CPU".
    theory_scores_bytes = B*H*n*n*bytes(dtype), one score matrix, is reported beside it.
 3. Throughput: tflops = flops / median time, flops = 4*B*H*n^2*d (q k^T and p v, 2*n^2*d each),
    halved for causal rows (the useful work, as FlashAttention's benchmarks count it); fwd_bwd rows
    count 3.5x that (the backward's five n^2 d products = 2.5 forwards, FlashAttention-2's convention).
 
 Memory budget: an entry needs its inputs plus its working memory, estimated_bytes(): naive methods
-hold SCORE_COPIES[method] score matrices at once (measured above, in the softmax dtype: fp32 for
-half inputs), tiled what tiled_working_bytes says, SDPA and Triton their output and a few (n,)
+hold SCORE_COPIES[method] score matrices at once (measured: benchmarks/cpu_attention.md; in the
+softmax dtype: fp32 for half inputs), tiled what tiled_working_bytes says, SDPA and Triton their output and a few (n,)
 arrays. An entry whose estimate exceeds memory_budget_mb is not run but reported with status
 "skipped: ..." (so is every method at an n whose inputs alone exceed it); an entry that raises (out of memory, a kernel
 rejecting a shape) is reported with status "error: ...". Neither stops the run.

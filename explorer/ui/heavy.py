@@ -11,8 +11,8 @@ server: training runs wait in one too (explorer.ui.training.TrainingLine).
 
 A computation in parts (the benchmark measures one method at a time, each cached apart) keeps its place between
 them: a viewer's next part that asks within KEEP_S of the last one's end goes first. Without that the parts of
-everybody waiting took turns, and every benchmark started together ended together, the first in line no sooner
-than the last (two at the heaviest settings: both finished 441 s after the click, each having waited 220 s).
+everybody waiting took turns, and benchmarks started together all ended together, the first in line no sooner than
+the last (benchmarks/load_test_heavy.md, "The heavy line's policies").
 
 While waiting, `on_wait(ahead)` is called about twice a second with the number of computations ahead; it may draw
 a status (and a Streamlit call is where a click on "cancel", or any other control, stops this run: the exception
@@ -179,11 +179,9 @@ _M_MMAP_THRESHOLD, _M_ARENA_MAX = -3, -8  # glibc's mallopt() parameters (malloc
 
 def settle_allocator() -> bool:
     """Once per process, at start: glibc's allocator told to give a freed block of 1 MiB or more straight back to
-    the system (by default the limit rises with every large block freed, up to 32 MiB, and such blocks stay in the
-    process's heap) and to keep at most two heaps for all threads (by default up to 8 per core: Streamlit runs every
-    rerun in a thread of its own). Measured with 30 students at a human pace, two of them running the heaviest
-    benchmark (benchmarks/load_test_heavy.md): the same settings as environment variables took the server's peak
-    RSS from 984 to 853 MB and its baseline from 578 to 551 MB. False where the C library is not glibc."""
+    the system and to keep at most two heaps for all threads (Streamlit runs every rerun in a thread of its own):
+    glibc's defaults keep such blocks and more heaps, and the server's peak RSS higher
+    (benchmarks/load_test_heavy.md, "The heavy line's policies"). False where the C library is not glibc."""
     if _LIBC is None or not hasattr(_LIBC, "mallopt"):
         return False
     return _LIBC.mallopt(_M_MMAP_THRESHOLD, 1 << 20) == 1 and _LIBC.mallopt(_M_ARENA_MAX, 2) == 1
@@ -248,8 +246,8 @@ def headroom() -> int | None:
     Cloud app; with several processes on one host, each one's share) less RESERVE_MB, less what the process holds
     now. None where the resident memory cannot be read: then only each computation's own budget bounds it.
 
-    A computation's budget bounds one step's estimate; this bounds the process (measured: the heaviest benchmark
-    under a 256 MB budget took the server from 622 to 1064 MB while 25 others worked; benchmarks/)."""
+    A computation's budget bounds one step's estimate; this bounds the process, which the budget alone let go past
+    1 GB (benchmarks/load_test_heavy.md, "The heavy line's policies")."""
     held = resident_bytes()
     return None if held is None else max(0, int((_server_memory_mb() - RESERVE_MB) * 2**20) - held)
 

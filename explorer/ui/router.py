@@ -82,10 +82,9 @@ def _wait_for_gate() -> None:
 
 @contextlib.contextmanager
 def _collector_paused():
-    """Python's cyclic collector off while the libraries are imported, one collection at the end. The heap grows by
-    ~390,000 objects and each full collection on the way walks what is there: 2.06-2.24 s of CPU for the load with
-    it, 1.62-1.76 s without, 1.91-2.0 s with the one collection (measured); that collection frees the imports'
-    ~8,000 unreachable cycles (~120,000 objects) that the first run's gc.freeze() would otherwise keep for good."""
+    """Python's cyclic collector off while the libraries are imported: each full collection on the way walks the
+    growing heap (~0.2 s of CPU more for the load, benchmarks/first_page.md, "The router's warm-up"). One collection
+    at the end frees the imports' cycles, which the first run's gc.freeze() would otherwise keep for good."""
     was = gc.isenabled()
     gc.disable()
     try:
@@ -110,16 +109,13 @@ def warm_first_encodes() -> None:
 
 
 def warm_torch() -> None:
-    """torch's first backward given an output gradient imports sympy (torch.autograd._make_grads: ~480 modules,
-    ~0.3 s of CPU; the worked example's first run), and its first optimizer imports its compiler's front end
-    (torch._dynamo, through torch._compile._disable_dynamo: ~390 modules, ~0.85 s; the first run of every page that
-    trains: 1.2-1.35 s of CPU for the induction page's first run; +148 MB of RSS, Triton's library among them, which
-    the first visit of any training page brings anyway). Done here, once, right after the pages' modules:
-    too slow to hold every first page for, so the pages run meanwhile. A page reaching either first use meanwhile
-    waits for this thread's import or makes it itself while this thread waits; no deadlock: torch._dynamo's import
-    brings sympy's part only through torch.fx.experimental.symbolic_shapes, the one module the first backward
-    imports (tests/app/test_router_loading.py checks it), so whichever thread holds that module's lock, the other
-    waits holding none that the first needs."""
+    """torch's first backward given an output gradient imports sympy, and its first optimizer torch._dynamo: hundreds
+    of modules in a page's first run (benchmarks/first_page.md, "The router's warm-up"), made here once instead, after
+    the pages' modules: too slow to hold every first page for, so the pages run meanwhile. A page reaching either
+    first use meanwhile waits for this thread's import or makes it itself while this thread waits; no deadlock:
+    torch._dynamo's import brings sympy's part only through torch.fx.experimental.symbolic_shapes, the one module
+    the first backward imports (tests/app/test_router_loading.py checks it), so whichever thread holds that module's
+    lock, the other waits holding none that the first needs."""
     import torch
 
     weight = torch.zeros(1, requires_grad=True)
@@ -159,10 +155,9 @@ def _import_all(done: concurrent.futures.Future) -> None:
     except BaseException as e:  # noqa: BLE001 - handed to every run that waits for the load
         done.set_exception(e)
     else:
-        # A thread the interpreter waits for at exit (daemon=False: a daemon thread's threads are daemons by
-        # default), started before the waiting runs are released, one of which may end the process: exiting halfway
-        # through importing torch's compiler (Triton's native library among it) aborted the process ("terminate
-        # called without an active exception": 4 of 8 interpreters that ended right after the load, measured).
+        # daemon=False (threads a daemon starts are daemons too), started before the waiting runs are released, one
+        # of which may end the process: exiting halfway through importing torch's compiler aborts it
+        # (benchmarks/first_page.md, "The router's warm-up").
         threading.Thread(target=_warm_after_load, name="torch-warmer", daemon=False).start()
         done.set_result(None)
 
@@ -202,8 +197,8 @@ def load_modules() -> None:
 
 def home_first() -> bool:
     """Whether this run may draw its page before the modules are loaded: the home page of a server that has not
-    loaded them yet, which with the router's chrome needs only the LIGHT modules (the whole first page within ~1 s
-    of a quiet server's start instead of after the ~2 s of a core that the load takes). Not while the teacher's
+    loaded them yet, which with the router's chrome needs only the LIGHT modules: the whole first page need not
+    wait for the ~2 s of a core that the load takes (benchmarks/first_page.md). Not while the teacher's
     panel is open (its QR code imports segno), nor where a GPU device is there (the sidebar names it from torch).
     The run then starts the load as it ends (start_loading); a page it switches to waits for the load."""
     return not loaded() and _asked_page() == "home" and hardware_known() and not st.session_state.get(TEACHER_OPEN)
@@ -228,8 +223,8 @@ def draw_while_loading() -> None:
     """While a fresh server imports torch and the pages' modules (~2 s of a core), show the page's title and lede
     instead of a blank page, with a word that the rest follows; gone once the modules are in. No control is drawn:
     the page's run draws its own. The language is the one the sidebar will choose: the session's, the link's, or
-    the browser's. The first visitor's title is drawn before the import starts: beside it, its ~50 ms took ~2 s
-    on a busy machine (each of its reads gives the GIL to the importing thread and waits to get it back)."""
+    the browser's. The first visitor's title is drawn before the import starts: beside it, the title would wait for
+    the GIL at each of its reads (benchmarks/first_page.md, "The router's warm-up")."""
     if loaded():
         return
     lang = st.session_state.get("lang") or st.query_params.get("lang")
