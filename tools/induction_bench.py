@@ -79,10 +79,10 @@ def _model_parts(cfg, repeats: int) -> dict:
     import torch
 
     from attn_core.learn import head_scores, repeated_batch, split_losses
-    from attn_core.learn.induction import build_model, heldout_batch, next_token_loss, probe_sequence
+    from attn_core.learn.induction import build_model, heldout_batch, next_token_loss, optimizer, probe_sequence
 
     model, data = build_model(cfg), torch.Generator().manual_seed(cfg.seed + 1)
-    opt = torch.optim.Adam(model.parameters(), lr=cfg.lr, foreach=True)
+    opt = optimizer(model, cfg)
     x, held, probe = repeated_batch(cfg, cfg.batch, data), heldout_batch(cfg), probe_sequence(cfg, cfg.seed)
 
     def loss():
