@@ -724,6 +724,7 @@ def report(args, results, wall_s, mem: dict[str, float], command: str) -> tuple[
 # --- A fresh server: the class arrives at once on a server that nobody has visited yet (--fresh) ------------------
 
 UNCAUGHT = "Uncaught app execution"  # what Streamlit logs when an exception reached a session's script
+SLOWEST = 8  # the slowest changes each fresh server's report lists
 
 
 @dataclass
@@ -737,6 +738,7 @@ class FreshRun:
     browser_s: float  # a headless Chromium had drawn the home page: its first run finished (nan: no browser)
     log: str  # the server's log
     title_s: float = float("nan")  # ... and showed the page's title (its first heading), at the latest browser_s
+    slowest: list[tuple[float, float, str]] = field(default_factory=list)  # (seconds, made at, what), slowest first
 
     @property
     def uncaught(self) -> int:
@@ -836,7 +838,9 @@ async def fresh_class(
         results, wall_s = await _all_sessions(session, sessions, changes, total_s)
         shown = await probe if probe else FirstPage(float("nan"), float("nan"), "", float("nan"), "")
         opened = sorted(r.at[0] - started for r in results if r.at)  # the first change is made as the page is drawn
-        return FreshRun(results, wall_s, healthy_s, opened, shown.drawn_s, log(), shown.title_s)
+        made = [(t, at - started, what) for r in results for (_, what, t), at in zip(r.changes, r.at, strict=True)]
+        slowest = sorted(made, reverse=True)[:SLOWEST]
+        return FreshRun(results, wall_s, healthy_s, opened, shown.drawn_s, log(), shown.title_s, slowest)
 
 
 async def run_fresh(args, pace: Pace) -> list[FreshRun]:
@@ -950,6 +954,14 @@ def fresh_report(args, runs: list[FreshRun], command: str) -> tuple[str, bool]:
         "| browser page s | first ws page s | last ws page s |",
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
         *[_fresh_row(str(k + 1), run) for k, run in enumerate(runs)],
+        "",
+        "Slowest changes of each server (seconds, made at seconds after the server's start):",
+        "",
+        *[
+            f"- server {k + 1}: {t:.2f} s at {at:.1f} s: {what}"
+            for k, run in enumerate(runs)
+            for t, at, what in run.slowest
+        ],
         "",
         "## Errors",
         "",
