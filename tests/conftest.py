@@ -11,6 +11,8 @@ import torch  # noqa: E402
 from hypothesis import HealthCheck, settings  # noqa: E402
 from streamlit import config as streamlit_config  # noqa: E402
 
+from explorer.ui.sidebar import THREADS  # noqa: E402
+
 # Deployments redact error messages (.streamlit/config.toml); AppTest failures should show them in full.
 streamlit_config.set_option("client.showErrorDetails", "full")
 
@@ -19,4 +21,6 @@ settings.register_profile(
     "ci", derandomize=True, deadline=None, max_examples=40, suppress_health_check=[HealthCheck.too_slow]
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
-torch.set_num_threads(max(1, min(2, torch.get_num_threads())))
+# The server's thread count (app.py sets it for the whole process on a page's first run): every test computes with
+# it from the start, so a number a test checks is the one the server shows, to the last bit, whatever ran before.
+torch.set_num_threads(THREADS)
