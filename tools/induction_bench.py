@@ -3,6 +3,7 @@
     python -m tools.induction_bench click 400 0   # in a fresh process: seconds of each model, peak RSS growth (JSON)
     python -m tools.induction_bench rerun         # warm rerun CPU of the plain and the trained view (JSON lines)
     python -m tools.induction_bench parts 400 0   # where a click's CPU goes: per step and per snapshot (JSON lines)
+    python -m tools.induction_bench choices       # alternatives for a training step, interleaved (JSON lines)
 
 Recorded in benchmarks/induction_page.md.
 """
@@ -112,6 +113,81 @@ def _model_parts(cfg, repeats: int) -> dict:
             "click_estimate_s": estimate}  # fmt: skip
 
 
+def choices(rounds: int = 7, steps: int = 30) -> list[dict]:
+    """Alternatives for a training step of the recipe (2 layers, one torch thread), each measured in turns with
+    the other so that a busy machine slows both alike: [median, min] CPU ms over `rounds` rounds.
+    Adam: a whole step with the foreach optimizer against the fused one (kept: induction.optimizer).
+    Attention: one layer's forward and backward in torch's fused causal kernel against the explicit
+    softmax(q k^T scale + causal -inf bias) v (not kept: no faster at n = 32); `max_diff` is their largest gap."""
+    from attn_core.learn import one_thread
+
+    with one_thread():
+        return [_adam_choice(rounds, steps), _attention_choice(rounds, steps)]
+
+
+def _interleaved(fns: dict, rounds: int, calls: int) -> dict:
+    """{fn: [median, min]} of the CPU ms per call, the fns taking turns in every round (after a call each to warm
+    up); the minimum is the round least slowed by the rest of a shared machine."""
+    for fn in fns.values():
+        fn()
+    times = {name: [] for name in fns}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            start = time.thread_time()
+            for _ in range(calls):
+                fn()
+            times[name].append(1000 * (time.thread_time() - start) / calls)
+    return {name: [statistics.median(t), min(t)] for name, t in times.items()}
+
+
+def _adam_choice(rounds: int, steps: int) -> dict:
+    import torch
+
+    from attn_core.learn.induction import InductionConfig, _update, build_model, repeated_batch
+
+    cfg = InductionConfig()
+    data = torch.Generator().manual_seed(1)
+    batches = [repeated_batch(cfg, cfg.batch, data) for _ in range(steps)]
+
+    def run(kind: str):
+        model = build_model(cfg)
+        opt = torch.optim.Adam(model.parameters(), lr=cfg.lr, **{kind: True})
+        return lambda: [_update(model, opt, x) for x in batches]
+
+    ms = _interleaved({kind: run(kind) for kind in ("foreach", "fused")}, rounds, 1)
+    return {"choice": "adam", "step_ms": {kind: [x / steps for x in v] for kind, v in ms.items()}}
+
+
+def _attention_choice(rounds: int, calls: int) -> dict:
+    import torch
+    import torch.nn.functional as F
+
+    from attn_core.learn.induction import InductionConfig
+
+    cfg = InductionConfig()
+    b, h, n, d_k = cfg.batch, cfg.num_heads, cfg.seq_len, cfg.d_model // cfg.num_heads
+    gen = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(b, n, h, d_k, generator=gen).transpose(1, 2).requires_grad_() for _ in range(3))
+    bias, scale = torch.full((n, n), float("-inf")).triu(1), d_k**-0.5
+    grad = torch.randn(b, h, n, d_k, generator=gen)
+
+    def fused():
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale)
+
+    def explicit():
+        flat = [x.reshape(b * h, n, d_k) for x in (q, k, v)]  # the heads' views are not contiguous: copies
+        weights = torch.softmax(torch.baddbmm(bias, flat[0], flat[1].transpose(1, 2), alpha=scale), dim=-1)
+        return torch.bmm(weights, flat[2]).view(b, h, n, d_k)
+
+    def step(fn):
+        return lambda: torch.autograd.backward(fn(), grad)
+
+    ms = _interleaved({"fused_kernel": step(fused), "explicit": step(explicit)}, rounds, calls)
+    with torch.no_grad():
+        gap = float((fused() - explicit()).abs().max())
+    return {"choice": "attention", "layer_ms": ms, "max_diff": gap}
+
+
 def _summary(view: str, out: dict) -> dict:
     from tools.page_rerender import _p90
 
@@ -173,12 +249,13 @@ def main() -> None:
     split = sub.add_parser("parts")
     split.add_argument("steps", type=int)
     split.add_argument("seed", type=int)
+    sub.add_parser("choices")
     args = parser.parse_args()
     if args.what == "click":
         print(json.dumps(click(args.steps, args.seed)))
         return
-    if args.what == "parts":
-        for row in parts(args.steps, args.seed):
+    if args.what in ("parts", "choices"):
+        for row in parts(args.steps, args.seed) if args.what == "parts" else choices():
             print(json.dumps(row))
         return
     from tools.page_rerender import measure
