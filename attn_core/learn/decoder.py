@@ -76,9 +76,14 @@ class DecoderBlock(nn.Module):
 def _attention(q, k, v, mask, scale: float) -> tuple[torch.Tensor, torch.Tensor]:
     """naive_attention's result (its tests hold this path to it) without its input checks and in torch's one-pass
     softmax: every query sees key 0, so no row is fully masked. The checks scan q, k and v on every call, which
-    took as long as the attention itself in the snapshots of a training run (64 sequences, every few steps)."""
-    weights = torch.softmax((q @ k.transpose(-2, -1) * scale).masked_fill(~mask, float("-inf")), dim=-1)
-    return weights @ v, weights
+    took as long as the attention itself in the snapshots of a training run (64 sequences, every few steps).
+    One baddbmm scales the scores and adds the mask as a -inf bias in the same pass: a snapshot's held-out layer
+    ~1.0 against ~1.5 ms with a separate product, scaling and masked_fill (one thread)."""
+    b, h, n_q, d_k = q.shape
+    bias = torch.zeros(mask.shape, dtype=q.dtype, device=q.device).masked_fill(~mask, float("-inf"))  # (n_q, n_k)
+    q3, k3, v3 = (x.reshape(b * h, x.shape[2], x.shape[3]) for x in (q, k, v))  # heads as one batch of matrices
+    weights = torch.softmax(torch.baddbmm(bias, q3, k3.transpose(1, 2), alpha=scale), dim=-1)  # (B H, n_q, n_k)
+    return torch.bmm(weights, v3).view(b, h, n_q, -1), weights.view(b, h, n_q, -1)
 
 
 def _knock_out(heads: torch.Tensor, knocked: tuple[int, ...], mode: str) -> torch.Tensor:

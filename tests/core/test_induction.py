@@ -211,6 +211,27 @@ def test_decoder_attention_matches_multihead_attention():
     assert torch.allclose(w, ref_w)
 
 
+def test_maps_attention_is_naive_attention_at_the_recipes_size_with_gradients():
+    """The snapshots' path (one baddbmm with a -inf bias) against naive_attention, values and gradients."""
+    from attn_core.learn.decoder import _attention
+    from attn_core.masks import causal_mask
+    from attn_core.naive import naive_attention
+
+    gen = torch.Generator().manual_seed(0)
+    qkv = [torch.randn(8, 32, 4, 16, generator=gen).transpose(1, 2).requires_grad_() for _ in range(3)]
+    mask, grad = causal_mask(32), torch.randn(8, 4, 32, 16, generator=gen)
+    results = []
+    for attention in (_attention, lambda q, k, v, m, s: naive_attention(q, k, v, m, scale=s)):
+        out, weights = attention(*qkv, mask, 0.25)
+        out.backward(grad)
+        results.append((out.detach(), weights.detach(), [x.grad.clone() for x in qkv]))
+        for x in qkv:
+            x.grad = None
+    (out, weights, grads), (ref_out, ref_weights, ref_grads) = results
+    assert torch.allclose(out, ref_out, atol=1e-6) and torch.allclose(weights, ref_weights, atol=1e-6)
+    assert all(torch.allclose(a, b, atol=1e-5) for a, b in zip(grads, ref_grads, strict=True))
+
+
 @pytest.mark.parametrize("kw", [{}, {"mlp": True}, {"positions": "sinusoidal"}])
 def test_decoder_without_maps_computes_the_same_logits_and_gradients(kw):
     """maps=False (torch's fused causal kernel, for training) is the same function as the naive path with maps."""
