@@ -802,11 +802,11 @@ async def first_page(page, url: str, started: float, timeout_s: float) -> FirstP
     return FirstPage(loaded_s, title_s, title, time.monotonic() - started, await page.evaluate(FIRST_HEADING))
 
 
-async def _first_drawn(browser, url: str, started: float, timeout_s: float) -> FirstPage:
-    """The home page's title and first run in `browser` (launched before the server)."""
+async def _first_drawn(browser, url: str, started: float, timeout_s: float, path: str = "") -> FirstPage:
+    """The title and first run of the page at `path` (the home page: "") in `browser` (launched before the server)."""
     page = await browser.new_page(viewport=VIEWPORT)
     try:
-        return await first_page(page, url, started, timeout_s)
+        return await first_page(page, f"{url}/{path}" if path else url, started, timeout_s)
     finally:
         await page.close()
 
@@ -820,10 +820,12 @@ async def fresh_class(
     browser=None,
     timeout_s: float = 60,
     total_s: float = 900,
+    browser_page: str = "",
 ) -> FreshRun:
     """A fresh server; as soon as it answers, `sessions` websocket sessions open their first pages (each its own
     round of pages, as in run_ws_sessions) at random moments within `open_within_s`, change a control the moment it
-    is drawn, then go on at `pace`; `browser` (a Playwright browser), if given, opens the home page at once too."""
+    is drawn, then go on at `pace`; `browser` (a Playwright browser), if given, opens the page at `browser_page`
+    (the home page: "") at once too."""
     rng = random.Random(seed)
     delays = [rng.uniform(0, open_within_s) for _ in range(sessions)]
     pace = dataclasses.replace(pace, read_first=False)
@@ -834,7 +836,7 @@ async def fresh_class(
             await asyncio.sleep(delays[i])
             await run_ws_session(url, i, changes, timeout_s, seed, result, pace)
 
-        probe = asyncio.create_task(_first_drawn(browser, url, started, timeout_s)) if browser else None
+        probe = asyncio.create_task(_first_drawn(browser, url, started, timeout_s, browser_page)) if browser else None
         results, wall_s = await _all_sessions(session, sessions, changes, total_s)
         shown = await probe if probe else FirstPage(float("nan"), float("nan"), "", float("nan"), "")
         opened = sorted(r.at[0] - started for r in results if r.at)  # the first change is made as the page is drawn
@@ -855,7 +857,8 @@ async def run_fresh(args, pace: Pace) -> list[FreshRun]:
         try:
             common = (args.sessions, args.changes, args.open_within, pace)
             limits = (args.action_timeout, args.global_timeout)
-            return [await fresh_class(*common, args.seed + k, browser, *limits) for k in range(args.fresh)]
+            runs = range(args.fresh)
+            return [await fresh_class(*common, args.seed + k, browser, *limits, args.browser_page) for k in runs]
         finally:
             if browser is not None:
                 await browser.close()
@@ -940,7 +943,12 @@ def fresh_report(args, runs: list[FreshRun], command: str) -> tuple[str, bool]:
         f"own page first, in the order of the pages), change a control the moment the page is drawn, then every "
         f"{args.think[0]:g}–{args.think[1]:g} s ({args.changes} changes each, a page switch with probability "
         f"{args.switch_share:g})"
-        + ("; a headless Chromium opens the home page at the same time" if not args.no_browser else ""),
+        + (
+            f"; a headless Chromium opens {'/' + args.browser_page if args.browser_page else 'the home page'} at the "
+            "same time"
+            if not args.no_browser
+            else ""
+        ),
         "- change → rerun (p50/p95/max): from sending the change to `script_finished` (tools/ws_client.py); the "
         "columns healthy, browser title, browser page, first and last ws page are seconds after the server process "
         "was started (browser title: the home page's title shown; browser page: its first run finished, every "
@@ -1014,6 +1022,9 @@ def main() -> None:
     )
     parser.add_argument("--open-within", type=float, default=1.0, help="--fresh: seconds in which sessions open")
     parser.add_argument("--no-browser", action="store_true", help="--fresh: no Chromium timing the first page")
+    parser.add_argument(
+        "--browser-page", default="", choices=["", *PAGE_NAMES], help="--fresh: the page Chromium opens (home: '')"
+    )
     parser.add_argument(
         "--train", choices=["same", "different"], help="the sessions press Train at once (tools/load_train.py)"
     )
