@@ -197,7 +197,7 @@ def train_induction_iter(
     model = build_model(cfg)
     data = torch.Generator().manual_seed(cfg.seed + 1)
     heldout, probe = heldout_batch(cfg), probe_sequence(cfg, seed=cfg.seed)
-    opt = optimizer(model, cfg)
+    opt = None  # made at the first update: its construction imports torch._dynamo (train.train_iter says why)
     snapshots, window, stopped = [], [], False
     for step in range(cfg.steps + 1):
         stopped = stop is not None and bool(stop())
@@ -207,6 +207,8 @@ def train_induction_iter(
             yield snapshots[-1]
         if stopped or step == cfg.steps:
             break
+        if opt is None:
+            opt = optimizer(model, cfg)
         window.append(_update(model, opt, repeated_batch(cfg, cfg.batch, data)))
     state = {k: v.detach().clone() for k, v in model.state_dict().items()}
     yield InductionResult(cfg, tuple(snapshots), state, stopped, time.perf_counter() - start, time.thread_time() - cpu)

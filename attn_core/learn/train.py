@@ -278,7 +278,9 @@ def train_iter(
     model = build_model(cfg, task) if model is None else model
     data_gen = torch.Generator().manual_seed(cfg.seed + 1)  # the model's own init used generator(seed)
     probe = task.sample(cfg.eval_size, torch.Generator().manual_seed(cfg.seed + 2), "heldout")
-    opt = _optimizer(cfg, model)
+    # made at the first update: constructing a torch optimizer imports torch._dynamo (~1.3 s of CPU, once per
+    # process), which a run that stops at step 0 (a page's untrained view) never needs; Adam's state starts empty
+    opt = None
     params = [p for p in model.parameters()]
     w_q, w_k = model.decoder[0].attn.w_q.weight, model.decoder[0].attn.w_k.weight
     marks = set(snapshot_steps(cfg.steps, cfg.snapshots))
@@ -290,7 +292,7 @@ def train_iter(
         batch = task.sample(cfg.batch_size, data_gen)
         logits, _ = model(batch.source, batch.query)
         loss = F.cross_entropy(logits.flatten(0, 1), batch.target.flatten())
-        opt.zero_grad(set_to_none=True)
+        model.zero_grad(set_to_none=True)  # the optimizer's parameters are the model's
         loss.backward()
         loss_value = float(loss.detach())
         # an update from a non-finite loss or gradient would poison every weight: stop before it
@@ -306,6 +308,8 @@ def train_iter(
             window = {key: [] for key in window}
         if stop or diverged or step == cfg.steps:
             return
+        if opt is None:
+            opt = _optimizer(cfg, model)
         opt.step()
         runaway = _runaway(params)
         if progress is not None:

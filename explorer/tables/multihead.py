@@ -69,8 +69,10 @@ def toy_module(d_model: int, num_heads: int, seed: int) -> MultiHeadAttention:
     With unit-variance inputs this keeps q and k entries near unit variance, so the maps are neither flat nor
     one-hot; the same seed gives the same W_q, W_k, W_v, W_o for every h (only the split into heads changes).
     """
-    # built on "meta" and then given storage: the default init would draw from torch's global generator
-    mha = MultiHeadAttention(d_model, num_heads, device="meta", dtype=torch.float64).to_empty(device="cpu")
+    # the default init draws from torch's global generator: restored after (built on "meta" instead, the first one
+    # imports sympy, ~0.3 s of CPU in a page's first run)
+    with torch.random.fork_rng(devices=[]):
+        mha = MultiHeadAttention(d_model, num_heads, dtype=torch.float64)
     gen = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for layer in (mha.w_q, mha.w_k, mha.w_v, mha.w_o):

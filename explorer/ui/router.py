@@ -1,6 +1,6 @@
 """What the router (app.py) does around the pages: load every module once, in one thread, before any page runs (the
-page asked for shows its title and lede meanwhile), then warm torch's first uses beside the pages (warm_torch), and
-let a page's st.stop() end that page instead of the router's whole run. A fresh server's home page needs none of
+page asked for shows its title and lede meanwhile), and let a page's st.stop() end that page instead of the
+router's whole run. A fresh server's home page needs none of
 what the thread imports: it is drawn whole before the thread starts (home_first)."""
 
 from __future__ import annotations
@@ -11,10 +11,8 @@ import concurrent.futures
 import contextlib
 import gc
 import importlib
-import logging
 import os
 import pathlib
-import sys
 import threading
 import time
 
@@ -42,7 +40,6 @@ SCRIPTS = (ROOT / "app.py", ROOT / "views")  # the router and the folder of page
 
 _loading = threading.Lock()
 _load: concurrent.futures.Future | None = None  # the page-loading thread's outcome (None: not started yet)
-_warmed = threading.Event()  # set once the thread started after the load has warmed torch (warm_torch) or failed to
 GATE = "ATTN_LOADER_GATE"  # tests only: a file the page-loading thread waits for before it imports anything
 _in_page = threading.local()  # .running: this script thread is inside router.run_page
 _streamlit_stop = st.stop
@@ -108,21 +105,6 @@ def warm_first_encodes() -> None:
     alt.Chart(table).mark_bar().encode(x="x", y="y").to_dict()
 
 
-def warm_torch() -> None:
-    """torch's first backward given an output gradient imports sympy, and its first optimizer torch._dynamo: hundreds
-    of modules in a page's first run (benchmarks/first_page.md, "The router's warm-up"), made here once instead, after
-    the pages' modules: too slow to hold every first page for, so the pages run meanwhile. A page reaching either
-    first use meanwhile waits for this thread's import or makes it itself while this thread waits; no deadlock:
-    torch._dynamo's import brings sympy's part only through torch.fx.experimental.symbolic_shapes, the one module
-    the first backward imports (tests/app/test_router_loading.py checks it), so whichever thread holds that module's
-    lock, the other waits holding none that the first needs."""
-    import torch
-
-    weight = torch.zeros(1, requires_grad=True)
-    (2 * weight).backward(torch.ones(1))
-    torch.optim.Adam([weight], foreach=True).step()  # the step imports a little more (the profiler's hooks)
-
-
 def freeze() -> None:
     """Move what the process has made so far out of the collector's generations (it stays for good: modules); unfrozen
     at exit, where Triton's nanobind module would report each frozen object as a leak. Also what a home page drawn
@@ -130,19 +112,6 @@ def freeze() -> None:
     gc.freeze()
     atexit.unregister(gc.unfreeze)
     atexit.register(gc.unfreeze)
-
-
-def _warm_after_load() -> None:
-    try:
-        if "torch" in sys.modules:  # the pages use it (a test's stand-in scripts may not)
-            warm_torch()
-        # As the first run's settle does (explorer.ui.heavy.settle_process) for the load: the ~127,000 objects these
-        # imports made cost every full collection 65-75 ms more (measured) unless frozen.
-        freeze()
-    except Exception:  # noqa: BLE001 - not fatal: the pages import what they use themselves
-        logging.getLogger(__name__).exception("warming torch's first uses failed")
-    finally:
-        _warmed.set()
 
 
 def _import_all(done: concurrent.futures.Future) -> None:
@@ -155,10 +124,9 @@ def _import_all(done: concurrent.futures.Future) -> None:
     except BaseException as e:  # noqa: BLE001 - handed to every run that waits for the load
         done.set_exception(e)
     else:
-        # daemon=False (threads a daemon starts are daemons too), started before the waiting runs are released, one
-        # of which may end the process: exiting halfway through importing torch's compiler aborts it
-        # (benchmarks/first_page.md, "The router's warm-up").
-        threading.Thread(target=_warm_after_load, name="torch-warmer", daemon=False).start()
+        # As the first run's settle does (explorer.ui.heavy.settle_process): the ~127,000 objects these imports made
+        # cost every full collection 65-75 ms more (measured) unless frozen.
+        freeze()
         done.set_result(None)
 
 
@@ -181,11 +149,6 @@ def start_loading() -> concurrent.futures.Future:
 
 def loaded() -> bool:
     return _load is not None and _load.done() and _load.exception() is None
-
-
-def warmed(timeout: float | None = None) -> bool:
-    """Whether the page-loading thread has warmed torch's first uses (waiting up to `timeout` seconds)."""
-    return _warmed.wait(timeout)
 
 
 def load_modules() -> None:

@@ -200,6 +200,28 @@ class View:
     short_mb: float | None = None  # next to start but waiting for a training run to free memory: MiB free now
 
 
+_compiler = threading.Lock()
+_compiler_import: threading.Thread | None = None
+
+
+def import_compiler() -> None:
+    """Import torch._dynamo, which making a torch optimizer imports (~1.3 s of CPU, ~900 modules with sympy's), once
+    per process, before the line's first run: both workers wait for one import (two threads importing it at once
+    could each hold a module the other needs). No page's own run makes an optimizer: a page draws its untrained
+    models without one (attn_core.learn makes it at the first update). The import runs in a thread that is no
+    daemon, as the workers are: an interpreter ending halfway through it aborts (benchmarks/first_page.md)."""
+    global _compiler_import
+    with _compiler:
+        if _compiler_import is None:
+            _compiler_import = threading.Thread(target=_import_dynamo, name="compiler-import", daemon=False)
+            _compiler_import.start()
+    _compiler_import.join()
+
+
+def _import_dynamo() -> None:
+    import torch._dynamo  # noqa: F401
+
+
 class TrainingLine(heavy.Line):
     """First-come, first-served training runs, `slots` at a time in worker threads; a run asked for while the same
     key waits or trains is joined instead of queued again. The line itself (its places, order, refusal when full) is
@@ -340,6 +362,7 @@ class TrainingLine(heavy.Line):
         job.finished.set()
 
     def _work(self) -> None:
+        import_compiler()  # before the first run's clock starts: its pace would count the import
         with one_thread():  # two runs at once on two cores, and no OpenMP threads spinning for a busy core
             while True:
                 self._train(self._next())

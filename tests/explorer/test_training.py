@@ -3,6 +3,9 @@ two different runs at once, honest estimates from measured pace, runs nobody wat
 
 import dataclasses
 import math
+import pathlib
+import subprocess
+import sys
 import threading
 import time
 
@@ -343,3 +346,31 @@ def test_the_session_key_of_a_run_cut_short_comes_from_the_run_key():
     assert training.kept_key_of(("scale", "copy", 8)) == "_scale_kept"
     assert training.kept_key_of(("induction", 300, 7)) == "_ind_kept"
     assert training.kept_key_of(("newpage", 1)) == "_newpage_kept"
+
+
+def test_a_worker_imports_torch_s_compiler_before_it_takes_its_first_run(monkeypatch):
+    """Making a torch optimizer imports torch._dynamo (~1.3 s of CPU once per process): the line's worker does it
+    before its first run, under one lock for both workers, so that the run's measured pace does not count it and
+    no page or second worker imports it at the same time."""
+    order, gate = [], threading.Event()
+    monkeypatch.setattr(training, "import_compiler", lambda: order.append("import"))
+    line = training.TrainingLine(slots=2)
+    job, _ = join(line, "compiler", blocking_run(gate, order))
+    gate.set()
+    finish(line, job)
+    started = [i for i, x in enumerate(order) if isinstance(x, float)]
+    assert len(started) == 1 and order[0] == "import" and order.count("import") == 2  # each worker, before its runs
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys, threading; from explorer.ui import training; training.import_compiler(); "
+            "print('torch._dynamo' in sys.modules, [t.daemon for t in threading.enumerate() if t.name == "
+            "'compiler-import'])",
+        ],
+        cwd=pathlib.Path(__file__).resolve().parents[2],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.stdout.strip() == "True []", done.stderr[-2000:]  # imported, and its thread (no daemon) ended
