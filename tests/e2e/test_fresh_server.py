@@ -75,10 +75,25 @@ def test_the_fresh_report_counts_errors_uncaught_lines_and_first_pages():
     bad = SessionResult(changes=[("slider", "s", 2.5)], errors=["session 1: boom"], planned=2, at=[12.0])
     runs = [
         FreshRun([ok], 30.0, 1.5, [8.0], 2.5, "all fine"),
-        FreshRun([bad], 30.0, 1.5, [11.0], float("nan"), f"{UNCAUGHT}\nImportError: cannot import name 'x'"),
+        FreshRun(
+            [bad],
+            30.0,
+            1.5,
+            [11.0],
+            float("nan"),
+            f"{UNCAUGHT}\nImportError: cannot import name 'x'",
+            slowest=[(2.5, 12.0, "session 1: s")],
+        ),
     ]
     args = argparse.Namespace(
-        fresh=2, sessions=1, changes=2, open_within=1.0, think=(3.0, 9.0), switch_share=0.2, no_browser=False
+        fresh=2,
+        sessions=1,
+        changes=2,
+        open_within=1.0,
+        think=(3.0, 9.0),
+        switch_share=0.2,
+        no_browser=False,
+        browser_page="saturation",
     )
     args.load_before = (1.0, 1.0, 1.0)
     text, met = fresh_report(args, runs, "python -m tools.load_test --fresh 2")
@@ -89,6 +104,8 @@ def test_the_fresh_report_counts_errors_uncaught_lines_and_first_pages():
     assert "| p95 change→rerun ≤ 1.0 s | NO | p95 = 2.50 s |" in text
     assert "| first page drawn ≤ 3 s after the server's start | NO | worst 11.0 s |" in text  # no browser: ws page
     assert "`ImportError: cannot import name 'x'`" in text
+    assert "a headless Chromium opens /saturation at the same time" in text  # a teacher's deep link
+    assert "- server 2: 2.50 s at 12.0 s: session 1: s" in text  # where a fresh server's tail comes from
 
 
 def test_the_fresh_mode_runs_a_browser_alone_with_no_sessions():
@@ -100,13 +117,21 @@ def test_the_fresh_mode_runs_a_browser_alone_with_no_sessions():
     results, wall_s = run_async(_all_sessions(None, 0, 8, 60))
     assert (results, wall_s) == ([], 0.0)
     args = argparse.Namespace(
-        fresh=1, sessions=0, changes=8, open_within=1.0, think=(3.0, 9.0), switch_share=0.2, no_browser=False
+        fresh=1,
+        sessions=0,
+        changes=8,
+        open_within=1.0,
+        think=(3.0, 9.0),
+        switch_share=0.2,
+        no_browser=False,
+        browser_page="",
     )
     args.load_before = (1.0, 1.0, 1.0)
     text, met = fresh_report(args, [FreshRun([], 0.0, 0.6, [], 3.2, "", 0.9)], "python -m tools.load_test")
     assert "| first page drawn ≤ 3 s after the server's start | NO | worst 3.2 s |" in text
     assert "| first page's title shown ≤ 3 s after the server's start | yes | worst 0.9 s |" in text
     assert "lost changes" not in text and "p95 change→rerun" not in text
+    assert "a headless Chromium opens the home page at the same time" in text
     assert not met
 
 
