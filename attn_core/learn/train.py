@@ -238,6 +238,16 @@ def _probe(model: TinyAttentionModel, probe, window: dict[str, list[float]], ste
     )
 
 
+def initial_snapshot(config: LearnConfig) -> Snapshot:
+    """The step-0 snapshot of train(config) without its training batch: every number measured on the probe is the one
+    train reports at step 0 (that batch's forward and backward change no weight), at ~60 % of the cost; the fields
+    of the training batch (train_loss, train_accuracy, grad_norm_q, grad_norm_k) are NaN."""
+    cfg = config.resolved()
+    task = build_task(cfg)
+    probe = task.sample(cfg.eval_size, torch.Generator().manual_seed(cfg.seed + 2), "heldout")  # as train_iter's
+    return _probe(build_model(cfg, task), probe, {"loss": [], "accuracy": [], "grad_q": [], "grad_k": []}, 0, False)
+
+
 def _mean(values: list[float]) -> float:
     return sum(values) / len(values) if values else math.nan
 

@@ -20,7 +20,7 @@ from attn_core.learn import LearnConfig, TrainResult, make_task, predict, train
 from attn_core.learn import compare_scaling as compare_scaling  # the √d_k page's trainer, re-exported for its view
 from attn_core.learn.scaling import ScalingComparison
 from attn_core.learn.tasks import BLANK, SOURCE_ROLES, TARGET_ROLES, parse_tokens
-from attn_core.learn.train import MAX_STEPS, Snapshot, build_task
+from attn_core.learn.train import MAX_STEPS, Snapshot, build_task, initial_snapshot
 from attn_core.stats import entropy
 from explorer.ui.cache import cached
 
@@ -429,9 +429,10 @@ def chance_loss(cfg: LearnConfig) -> float:
 @cached(16)
 def untrained_pair(settings: ScaleSettings) -> tuple[Snapshot, Snapshot]:
     """The √d_k page's two models at initialisation (identical weights; only the scale differs): their step-0
-    snapshots, cheap (a pair is ~130 kB at d_k 256)."""
+    snapshots, measured on the probe alone (initial_snapshot: no training batch, whose fields the page does not show),
+    cheap (a pair is ~130 kB at d_k 256)."""
     cfg = settings.config()
-    return untrained(cfg).snapshots[0], untrained(replace(cfg, scaled=False)).snapshots[0]
+    return initial_snapshot(cfg), initial_snapshot(replace(cfg, scaled=False))
 
 
 @cached(16)
@@ -468,12 +469,12 @@ def scale_summary(scaled: TrainResult, unscaled: TrainResult) -> pd.DataFrame:
 def init_variance(d_ks: tuple[int, ...], init_scale: float, task: str, seed: int) -> pd.DataFrame:
     """Var(q·k) of the untrained model's cross-attention against d_k, beside the i.i.d. prediction d_k init_scale⁴.
 
-    Cheap: one forward and backward per d_k, no update. Columns d_k, empirical, iid, theory.
+    Cheap: one forward of the probe per d_k (initial_snapshot). Columns d_k, empirical, iid, theory.
     """
     rows = []
     for d_k in d_ks:
         cfg = LearnConfig(task=task, d_model=d_k, init_scale=init_scale, steps=1, snapshots=2, seed=seed)
-        s = untrained(cfg).snapshots[0]
+        s = initial_snapshot(cfg)
         rows.append({"d_k": d_k, "empirical": s.qk_var, "iid": s.qk_var_iid, "theory": d_k * init_scale**4})
     return pd.DataFrame(rows)
 

@@ -268,3 +268,22 @@ def test_one_thread_sets_the_calling_thread_only():
     if not seen["set"]:
         pytest.skip("this torch build has no OpenMP runtime to set")
     assert seen == {"inside": 1, "set": True, "after": before} and torch.get_num_threads() == before
+
+
+@pytest.mark.parametrize("scaled", [True, False])
+def test_the_initial_snapshot_is_train_s_step_0_on_the_probe_without_the_training_batch(scaled):
+    """What the √d_k page's untrained models show (explorer.tables.learning.untrained_pair, init_variance): every
+    probe measurement bit for bit the step-0 snapshot train() reports; the training batch's fields are NaN."""
+    from attn_core.learn.train import initial_snapshot
+
+    cfg = LearnConfig(task="reverse", d_model=32, init_scale=2.0, scaled=scaled, steps=5, seed=4)
+    full = train(cfg, keep_going=lambda step: step < 0).snapshots[0]
+    alone = initial_snapshot(cfg)
+    probe = ("heldout_loss", "heldout_accuracy", "heldout_sequence_accuracy", "best_alignment_mass", "entropy")
+    for name in (*probe, "max_weight", "qk_var", "qk_var_iid", "logit_std", "step", "diverged"):
+        assert getattr(alone, name) == getattr(full, name), name
+    for name in ("attention", "example_attention", "alignment_mass"):
+        kept, made = getattr(full, name), getattr(alone, name)
+        assert kept.keys() == made.keys() and all(torch.equal(kept[k], made[k]) for k in kept), name
+    assert all(math.isnan(getattr(alone, f)) for f in ("train_loss", "train_accuracy", "grad_norm_q", "grad_norm_k"))
+    assert not math.isnan(full.grad_norm_q)  # train's step 0 has them: the batch was left out, not lost
