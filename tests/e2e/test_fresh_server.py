@@ -65,10 +65,16 @@ def test_a_fresh_server_draws_the_home_page_for_a_browser_among_a_class_on_every
     assert run.browser_s == run.browser_s, run.log[-3000:]  # not nan: the home page's first run ended
 
 
-def test_the_fresh_report_counts_errors_uncaught_lines_and_first_pages():
-    """The --fresh report's goals read the runs: errors and the log's uncaught lines fail them, times are pooled."""
+def _fresh_args(**given):
+    """The parsed arguments fresh_report reads: --fresh's defaults, then `given`."""
     import argparse
 
+    defaults = {"open_within": 1.0, "think": (3.0, 9.0), "switch_share": 0.2, "no_browser": False}
+    return argparse.Namespace(**defaults, **given, load_before=(1.0, 1.0, 1.0))
+
+
+def test_the_fresh_report_counts_errors_uncaught_lines_and_first_pages():
+    """The --fresh report's goals read the runs: errors and the log's uncaught lines fail them, times are pooled."""
     from tools.load_test import FreshRun, SessionResult, fresh_report
 
     ok = SessionResult(changes=[("slider", "s", 0.2), ("page", "p", 0.4)], planned=2, at=[10.0, 14.0])
@@ -85,17 +91,7 @@ def test_the_fresh_report_counts_errors_uncaught_lines_and_first_pages():
             slowest=[(2.5, 12.0, "session 1: s")],
         ),
     ]
-    args = argparse.Namespace(
-        fresh=2,
-        sessions=1,
-        changes=2,
-        open_within=1.0,
-        think=(3.0, 9.0),
-        switch_share=0.2,
-        no_browser=False,
-        browser_page="saturation",
-    )
-    args.load_before = (1.0, 1.0, 1.0)
+    args = _fresh_args(fresh=2, sessions=1, changes=2, browser_page="saturation")
     text, met = fresh_report(args, runs, "python -m tools.load_test --fresh 2")
     assert not met
     assert "| 0 session errors | NO | 1 errors |" in text
@@ -110,23 +106,11 @@ def test_the_fresh_report_counts_errors_uncaught_lines_and_first_pages():
 
 def test_the_fresh_mode_runs_a_browser_alone_with_no_sessions():
     """--sessions 0: one visitor's first page; the report leaves out the goals about changes."""
-    import argparse
-
     from tools.load_test import FreshRun, _all_sessions, fresh_report
 
     results, wall_s = run_async(_all_sessions(None, 0, 8, 60))
     assert (results, wall_s) == ([], 0.0)
-    args = argparse.Namespace(
-        fresh=1,
-        sessions=0,
-        changes=8,
-        open_within=1.0,
-        think=(3.0, 9.0),
-        switch_share=0.2,
-        no_browser=False,
-        browser_page="",
-    )
-    args.load_before = (1.0, 1.0, 1.0)
+    args = _fresh_args(fresh=1, sessions=0, changes=8, browser_page="")
     text, met = fresh_report(args, [FreshRun([], 0.0, 0.6, [], 3.2, "", 0.9)], "python -m tools.load_test")
     assert "| first page drawn ≤ 3 s after the server's start | NO | worst 3.2 s |" in text
     assert "| first page's title shown ≤ 3 s after the server's start | yes | worst 0.9 s |" in text
