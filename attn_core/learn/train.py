@@ -244,8 +244,17 @@ def initial_snapshot(config: LearnConfig) -> Snapshot:
     of the training batch (train_loss, train_accuracy, grad_norm_q, grad_norm_k) are NaN."""
     cfg = config.resolved()
     task = build_task(cfg)
-    probe = task.sample(cfg.eval_size, torch.Generator().manual_seed(cfg.seed + 2), "heldout")  # as train_iter's
-    return _probe(build_model(cfg, task), probe, {"loss": [], "accuracy": [], "grad_q": [], "grad_k": []}, 0, False)
+    return _probe(build_model(cfg, task), _probe_batch(cfg, task), _window(), 0, False)
+
+
+def _probe_batch(cfg: LearnConfig, task: Task):
+    """The fixed held-out batch every snapshot is measured on (its own generator: seed + 2)."""
+    return task.sample(cfg.eval_size, torch.Generator().manual_seed(cfg.seed + 2), "heldout")
+
+
+def _window() -> dict[str, list[float]]:
+    """The per-step training numbers a snapshot averages, none yet."""
+    return {"loss": [], "accuracy": [], "grad_q": [], "grad_k": []}
 
 
 def _mean(values: list[float]) -> float:
@@ -287,14 +296,14 @@ def train_iter(
         raise ValueError(f"model must be a TinyAttentionModel from build_model, got {type(model).__name__}")
     model = build_model(cfg, task) if model is None else model
     data_gen = torch.Generator().manual_seed(cfg.seed + 1)  # the model's own init used generator(seed)
-    probe = task.sample(cfg.eval_size, torch.Generator().manual_seed(cfg.seed + 2), "heldout")
+    probe = _probe_batch(cfg, task)
     # made at the first update: constructing a torch optimizer imports torch._dynamo (~1.3 s of CPU, once per
     # process), which a run that stops at step 0 (a page's untrained view) never needs; Adam's state starts empty
     opt = None
     params = [p for p in model.parameters()]
     w_q, w_k = model.decoder[0].attn.w_q.weight, model.decoder[0].attn.w_k.weight
     marks = set(snapshot_steps(cfg.steps, cfg.snapshots))
-    window: dict[str, list[float]] = {"loss": [], "accuracy": [], "grad_q": [], "grad_k": []}
+    window = _window()
     runaway = False
     # step t: the loss and gradient at the state after t updates, then update t+1 (none after the last)
     for step in range(cfg.steps + 1):
@@ -315,7 +324,7 @@ def train_iter(
             window["grad_k"].append(float(w_k.grad.norm()))
         if step in marks or stop or diverged:
             yield model, _probe(model, probe, window, step, diverged)
-            window = {key: [] for key in window}
+            window = _window()
         if stop or diverged or step == cfg.steps:
             return
         if opt is None:
