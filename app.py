@@ -64,7 +64,8 @@ current = by_page.get(page.url_path)
 st.session_state[CURRENT] = current.name if current else None  # the page's glossary link reads it
 lesson_bar(current)
 try:
-    router.run_page(page)  # a page that stops early (st.stop) ends there; what follows is drawn all the same
+    with router.first_page_turn(home=page is navigation[""][0]):
+        router.run_page(page)  # a page that stops early (st.stop) ends there; what follows is drawn all the same
     lesson_bar(current, bottom=True)
     publish_hidden()
     share_panel()

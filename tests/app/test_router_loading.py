@@ -5,6 +5,7 @@ import json
 import pathlib
 import subprocess
 import sys
+import threading
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -212,3 +213,132 @@ def test_the_collector_is_paused_while_the_libraries_load_and_collects_once_afte
         del node
         left = dead() is not None
     assert (inside, left, dead(), gc.isenabled()) == (False, True, None, True)
+
+
+# --- first pages take turns -------------------------------------------------------------------------------------------
+class _Taker(threading.Thread):
+    """A thread that takes a turn of `turns`: .token once it has one, .error if its wait was ended instead."""
+
+    def __init__(self, turns, check=lambda: None):
+        super().__init__(daemon=True)
+        self.turns, self.check, self.token, self.error = turns, check, None, None
+        self.start()
+
+    def run(self):
+        try:
+            self.token = self.turns.take(self.check)
+        except Exception as e:  # noqa: BLE001 - the test reads it
+            self.error = e
+
+
+def test_first_pages_take_at_most_two_turns_and_a_third_waits_for_a_turn_given_back():
+    from explorer.ui.router import Turns
+
+    turns = Turns(2, lapse_s=60.0)
+    first, second = turns.take(), turns.take()
+    third = _Taker(turns)
+    third.join(0.5)
+    assert third.is_alive() and third.token is None  # both turns held: it waits
+    turns.give_back(first)
+    third.join(5)
+    assert not third.is_alive() and third.token is not None
+    assert turns.held() == 2
+    turns.give_back(second)
+    turns.give_back(third.token)
+    assert turns.held() == 0
+
+
+def test_a_turn_held_past_its_lapse_holds_nobody_back():
+    """A first page still running after lapse_s (waiting in the heavy-work line, say) no longer counts: no wait for a
+    turn depends on another run's end."""
+    import time
+
+    from explorer.ui.router import Turns
+
+    turns = Turns(1, lapse_s=0.3)
+    turns.take()
+    started = time.monotonic()
+    late = _Taker(turns)
+    late.join(5)
+    assert late.token is not None
+    assert 0.2 < time.monotonic() - started < 3
+
+
+def test_a_wait_for_a_turn_ends_when_the_run_is_asked_to_end():
+    from explorer.ui.router import Turns
+
+    class Asked(Exception):
+        pass
+
+    asked = threading.Event()
+
+    def check():
+        if asked.is_set():
+            raise Asked
+
+    turns = Turns(1, lapse_s=60.0)
+    turns.take()
+    waiting = _Taker(turns, check)
+    waiting.join(0.3)
+    assert waiting.is_alive()
+    asked.set()
+    waiting.join(2)
+    assert not waiting.is_alive() and isinstance(waiting.error, Asked) and waiting.token is None
+    assert turns.held() == 1  # it took none
+
+
+def test_a_session_s_first_page_takes_a_turn_and_home_or_a_later_page_passes(monkeypatch):
+    """router.first_page_turn with every turn taken: the home page and a session that has run a page go on; a first
+    page waits, then runs once a turn is given back, and marks the session."""
+    import types
+
+    from explorer.ui import router
+
+    turns = router.Turns(1, lapse_s=60.0)
+    monkeypatch.setattr(router, "FIRST_PAGES", turns)
+    state = {}
+    monkeypatch.setattr(router, "st", types.SimpleNamespace(session_state=state))
+    monkeypatch.setattr(router, "run_yield_check", lambda: None)
+    held = turns.take()
+    with router.first_page_turn(home=True):
+        pass
+    assert router.DRAWN not in state
+    ran = threading.Event()
+
+    def first_page():
+        with router.first_page_turn(home=False):
+            ran.set()
+
+    page = threading.Thread(target=first_page)
+    page.start()
+    assert not ran.wait(0.3)
+    turns.give_back(held)
+    assert ran.wait(5)
+    page.join(5)
+    assert state[router.DRAWN] is True and turns.held() == 0
+    held = turns.take()
+    with router.first_page_turn(home=False):  # the session has run a page: no turn needed
+        pass
+    turns.give_back(held)
+
+
+def test_the_page_loading_thread_runs_at_a_lower_cpu_priority_than_the_server():
+    import os
+
+    import pytest
+
+    from explorer.ui import router
+
+    if not sys.platform.startswith("linux"):
+        pytest.skip("per-thread niceness is Linux's")
+    seen = {}
+
+    def loader():
+        router.yield_cpu()
+        seen["nice"] = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+
+    thread = threading.Thread(target=loader)
+    thread.start()
+    thread.join(5)
+    assert seen["nice"] == min(19, os.getpriority(os.PRIO_PROCESS, 0) + router.LOADER_NICE)
+    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == os.getpriority(os.PRIO_PROCESS, 0)
