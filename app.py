@@ -15,9 +15,7 @@ from explorer.ui.state import publish_hidden, url_notices
 
 st.set_page_config(page_title="Attention Explorer", page_icon=":material/visibility:", layout="wide")
 early = router.home_first()  # a fresh server's home page: drawn whole at once, the load started as it ends
-if early:
-    router.home_drawing()  # the page-loading thread steps aside while it is drawn
-else:
+if not early:
     router.draw_while_loading()  # a fresh server: the page's title and lede while the first visitors wait
     router.load_modules()  # one thread imports every page's modules, once per process, while the others wait
     # Loaded above already: imports here only name what the router uses (router.import_lines reads them too).

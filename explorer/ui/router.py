@@ -11,7 +11,6 @@ import concurrent.futures
 import contextlib
 import gc
 import importlib
-import math
 import os
 import pathlib
 import sys
@@ -132,34 +131,12 @@ def yield_cpu() -> None:
             os.setpriority(os.PRIO_PROCESS, me, min(19, os.getpriority(os.PRIO_PROCESS, me) + LOADER_NICE))
 
 
-# While the load runs, a home page drawn before it (home_first) would share the GIL with the import: the loader steps
-# aside for HOME_PAUSE_S after each such page starts (a home page's run is ~0.1-0.3 s), between two scripts' imports,
-# and for PAUSE_CAP_S in all, so a class arriving on the home page cannot hold the load back for long. The browser's
-# home page was whole 0.3-0.5 s sooner with the class arriving (benchmarks/load_test_fresh.md).
-HOME_PAUSE_S = 0.4
-PAUSE_CAP_S = 1.0
-_home_at = [-math.inf]  # time.monotonic() when the last home page drawn before the load started
-
-
-def home_drawing() -> None:
-    """Called by a home page's run that draws before the load (app.py, when home_first()): the loader steps aside."""
-    _home_at[0] = time.monotonic()
-
-
-def _step_aside(until: float) -> None:
-    """Sleep while a home page started less than HOME_PAUSE_S ago, but not past `until` (time.monotonic())."""
-    while (now := time.monotonic()) < until and now - _home_at[0] < HOME_PAUSE_S:
-        time.sleep(0.01)
-
-
 def _import_all(done: concurrent.futures.Future) -> None:
     try:
         _wait_for_gate()
         yield_cpu()
         with _collector_paused():
-            until = time.monotonic() + PAUSE_CAP_S
             for script in scripts():
-                _step_aside(until)
                 exec(import_lines(script), {})  # noqa: S102 - our own scripts' import lines, nothing else
             warm_first_encodes()
     except BaseException as e:  # noqa: BLE001 - handed to every run that waits for the load

@@ -2,13 +2,10 @@
 
 import ast
 import json
-import math
 import pathlib
 import subprocess
 import sys
 import threading
-
-import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -93,7 +90,6 @@ def test_a_fresh_server_s_home_page_is_drawn_whole_before_the_load_and_imports_n
         "preparing = catalog('en')['common.frame.preparing']\n"
         "print(json.dumps(dict(errors=[str(e.value) for e in at.exception], new=sorted(set(sys.modules) - before),\n"
         "    started=router._load is not None, loaded=router.loaded(), buttons=len(at.button),\n"
-        "    loader_asked_to_step_aside=router._home_at[0] > -1e9,\n"
         "    preparing=any(c.value == preparing for c in at.caption),\n"
         "    hardware=any('CPU' in c.value for c in at.sidebar.caption))))"
     )
@@ -102,7 +98,6 @@ def test_a_fresh_server_s_home_page_is_drawn_whole_before_the_load_and_imports_n
         "new": [],
         "started": True,
         "loaded": False,
-        "loader_asked_to_step_aside": True,
         "buttons": 1,
         "preparing": False,
         "hardware": True,
@@ -330,6 +325,8 @@ def test_a_session_s_first_page_takes_a_turn_and_home_or_a_later_page_passes(mon
 def test_the_page_loading_thread_runs_at_a_lower_cpu_priority_than_the_server():
     import os
 
+    import pytest
+
     from explorer.ui import router
 
     if not sys.platform.startswith("linux"):
@@ -345,37 +342,3 @@ def test_the_page_loading_thread_runs_at_a_lower_cpu_priority_than_the_server():
     thread.join(5)
     assert seen["nice"] == min(19, os.getpriority(os.PRIO_PROCESS, 0) + router.LOADER_NICE)
     assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == os.getpriority(os.PRIO_PROCESS, 0)
-
-
-class _Clock:
-    """router's `time` for a test: monotonic() reads a fake clock that sleep() moves on."""
-
-    def __init__(self, now: float):
-        self.now, self.slept = now, 0.0
-
-    def monotonic(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.now += seconds
-        self.slept += seconds
-
-
-def test_the_loader_steps_aside_while_a_home_page_is_drawn_before_the_load_for_a_capped_time(monkeypatch):
-    """Between two scripts' imports the page-loading thread sleeps until HOME_PAUSE_S after the last home page drawn
-    before the load started, never past its cap; with no such page it goes on at once."""
-    from explorer.ui import router
-
-    clock = _Clock(100.0)
-    monkeypatch.setattr(router, "time", clock)
-    monkeypatch.setattr(router, "_home_at", [-math.inf])
-    router._step_aside(until=101.0)
-    assert clock.slept == 0.0
-    router.home_drawing()
-    clock.sleep(0.1)
-    clock.slept = 0.0
-    router._step_aside(until=200.0)
-    assert router.HOME_PAUSE_S - 0.1 <= clock.slept <= router.HOME_PAUSE_S - 0.1 + 0.011
-    router.home_drawing()
-    router._step_aside(until=clock.now + 0.05)  # the cap left: 0.05 s
-    assert clock.now - router._home_at[0] == pytest.approx(0.05, abs=0.011)
