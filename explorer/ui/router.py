@@ -122,9 +122,9 @@ LOADER_NICE = 10  # the page-loading thread's niceness above the server's: see y
 def yield_cpu() -> None:
     """Lower this thread's CPU priority (Linux: each thread has its own niceness; elsewhere nothing). The page-loading
     thread's ~2 s of a core otherwise compete with the first visitors' browsers loading Streamlit's scripts on the
-    same cores when they share the machine (the load test's Chromium: its home page 0.3-0.5 s sooner with the class
-    arriving, benchmarks/load_test_fresh.md). The thread only imports and then ends, so nothing else runs at the
-    lower priority."""
+    same cores when they share the machine (the load test's Chromium, the class arriving and first pages in turns:
+    its home page whole 2.7-3.2 s after the start with the loader at +10, 3.1-3.6 s without;
+    benchmarks/load_test_fresh.md). The thread only imports and then ends: nothing else runs at the lower priority."""
     if sys.platform.startswith("linux"):
         with contextlib.suppress(OSError):
             me = threading.get_native_id()
