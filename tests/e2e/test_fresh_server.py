@@ -154,6 +154,11 @@ async def _first_visit_held(path: str, gate) -> tuple[list, list, str]:
         held = await page.evaluate(SHOWN, preparing)
         gate.touch()
         await page.wait_for_function(FIRST_RUN_FINISHED, timeout=120_000, polling=50)
+        # The browser fetches a widget's code on its first use and draws a placeholder meanwhile: on a fresh server
+        # the sliders can come a few seconds after the run has ended (measured: 0 controls at its end, 9 three
+        # seconds later). What counts is that the run drew them, so wait for them to be shown.
+        controls = '[data-testid="stMain"] [role="slider"], [data-testid="stMain"] input'
+        await page.wait_for_function(f"() => document.querySelector('{controls}')", timeout=60_000, polling=50)
         return held, await page.evaluate(SHOWN, preparing), log()
 
 
