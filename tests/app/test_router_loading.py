@@ -240,7 +240,7 @@ def test_first_pages_take_at_most_two_turns_and_a_third_waits_for_a_turn_given_b
     third.join(0.5)
     assert third.is_alive() and third.token is None  # both turns held: it waits
     turns.give_back(first)
-    third.join(5)
+    third.join(30)
     assert not third.is_alive() and third.token is not None
     assert turns.held() == 2
     turns.give_back(second)
@@ -259,9 +259,9 @@ def test_a_turn_held_past_its_lapse_holds_nobody_back():
     turns.take()
     started = time.monotonic()
     late = _Taker(turns)
-    late.join(5)
+    late.join(30)
     assert late.token is not None
-    assert 0.2 < time.monotonic() - started < 3
+    assert time.monotonic() - started >= 0.3  # not before the lapse (no upper bound: a slow machine only waits longer)
 
 
 def test_a_wait_for_a_turn_ends_when_the_run_is_asked_to_end():
@@ -282,7 +282,7 @@ def test_a_wait_for_a_turn_ends_when_the_run_is_asked_to_end():
     waiting.join(0.3)
     assert waiting.is_alive()
     asked.set()
-    waiting.join(2)
+    waiting.join(30)
     assert not waiting.is_alive() and isinstance(waiting.error, Asked) and waiting.token is None
     assert turns.held() == 1  # it took none
 
@@ -313,8 +313,8 @@ def test_a_session_s_first_page_takes_a_turn_and_home_or_a_later_page_passes(mon
     page.start()
     assert not ran.wait(0.3)
     turns.give_back(held)
-    assert ran.wait(5)
-    page.join(5)
+    assert ran.wait(30)
+    page.join(30)
     assert state[router.DRAWN] is True and turns.held() == 0
     held = turns.take()
     with router.first_page_turn(home=False):  # the session has run a page: no turn needed

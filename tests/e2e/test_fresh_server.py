@@ -119,13 +119,14 @@ def test_the_fresh_mode_runs_a_browser_alone_with_no_sessions():
     assert not met
 
 
+CONTROLS = '[data-testid="stMain"] [role="slider"], [data-testid="stMain"] input'  # the main area's controls
 # What the browser shows: the first heading, the "preparing" word, the script's state, the main area's controls.
 SHOWN = """(preparing) => [
     (FIRST_HEADING)(),
     [...document.querySelectorAll('[data-testid="stCaptionContainer"]')].filter(e => e.innerText === preparing).length,
     document.querySelector('[data-testid="stApp"]')?.dataset.testScriptState,
-    document.querySelectorAll('[data-testid="stMain"] [role="slider"], [data-testid="stMain"] input').length,
-]""".replace("(FIRST_HEADING)", f"({FIRST_HEADING})")
+    document.querySelectorAll(CONTROLS).length,
+]""".replace("(FIRST_HEADING)", f"({FIRST_HEADING})").replace("CONTROLS", repr(CONTROLS))
 
 
 @contextlib.asynccontextmanager
@@ -157,8 +158,7 @@ async def _first_visit_held(path: str, gate) -> tuple[list, list, str]:
         # The browser fetches a widget's code on its first use and draws a placeholder meanwhile: on a fresh server
         # the sliders can come a few seconds after the run has ended (measured: 0 controls at its end, 9 three
         # seconds later). What counts is that the run drew them, so wait for them to be shown.
-        controls = '[data-testid="stMain"] [role="slider"], [data-testid="stMain"] input'
-        await page.wait_for_function(f"() => document.querySelector('{controls}')", timeout=60_000, polling=50)
+        await page.wait_for_function(f"() => document.querySelector({CONTROLS!r})", timeout=60_000, polling=50)
         return held, await page.evaluate(SHOWN, preparing), log()
 
 
